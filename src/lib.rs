@@ -1,7 +1,37 @@
+//! iterativeflow-mysql-native: the iterativeflow backend on MySQL/MariaDB, in Rust behind Node-API.
+//!
+//! `index.js` is the public surface; this crate provides the pool (`sql`), the port logic
+//! (`store`, `queue`, `timer`, `outbox`) over one executor seam (`exec`, `jsexec`), and the
+//! schema (`schema`).
 #![deny(clippy::all)]
+
+mod args;
+mod backend;
+mod codec;
+mod config;
+mod error;
+mod exec;
+mod jsexec;
+mod literal;
+mod outbox;
+mod params;
+mod queue;
+mod rows;
+mod schema;
+mod sql;
+mod store;
+mod timer;
+
 use napi_derive::napi;
 
+/// The six DDL statements for `prefix` (throws on a bad prefix).
+#[napi(js_name = "ddl")]
+pub fn ddl_js(prefix: Option<String>) -> napi::Result<Vec<String>> {
+    Ok(schema::ddl(prefix.as_deref().unwrap_or(""))?)
+}
+
+/// Throws unless `prefix` satisfies the table-prefix rule.
 #[napi]
-pub fn ping() -> String {
-    "pong".to_string()
+pub fn check_prefix(prefix: String) -> napi::Result<()> {
+    Ok(schema::check_prefix(&prefix)?)
 }

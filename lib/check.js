@@ -1,0 +1,78 @@
+'use strict';
+// Argument checks for the port methods: every bad input becomes a TypeError/RangeError naming
+// the argument before anything reaches the database.
+
+const MAX_KEY = 191; // VARCHAR(191) columns
+
+function str(v, name) {
+  if (typeof v !== 'string') throw new TypeError(`${name} must be a string, got ${typeName(v)}`);
+  if (v.length > MAX_KEY) throw new RangeError(`${name} is longer than ${MAX_KEY} characters`);
+  if (!v.isWellFormed()) throw new TypeError(`${name} contains a lone UTF-16 surrogate`);
+  return v;
+}
+
+function optStr(v, name) {
+  return v === undefined ? undefined : str(v, name);
+}
+
+function longStr(v, name) {
+  if (typeof v !== 'string') throw new TypeError(`${name} must be a string, got ${typeName(v)}`);
+  if (!v.isWellFormed()) throw new TypeError(`${name} contains a lone UTF-16 surrogate`);
+  return v;
+}
+
+function int(v, name, min = -(2 ** 31), max = 2 ** 31 - 1) {
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw new TypeError(`${name} must be an integer, got ${typeName(v)}`);
+  if (v < min || v > max) throw new RangeError(`${name} must be between ${min} and ${max}, got ${v}`);
+  return v;
+}
+
+function ms(v, name) {
+  if (!(v instanceof Date)) throw new TypeError(`${name} must be a Date, got ${typeName(v)}`);
+  const t = v.getTime();
+  if (Number.isNaN(t)) throw new RangeError(`${name} is an invalid Date`);
+  return t;
+}
+
+function optMs(v, name, fallback) {
+  return v === undefined ? fallback : ms(v, name);
+}
+
+/** JSON text of a value with JSON.stringify fidelity; `undefined` ⇒ SQL NULL. */
+function json(v, name) {
+  if (v === undefined) return undefined;
+  if (typeof v === 'function' || typeof v === 'symbol') {
+    throw new TypeError(`${name} cannot be stored: a ${typeof v} is not JSON`);
+  }
+  let text;
+  try {
+    text = JSON.stringify(v);
+  } catch (e) {
+    throw new TypeError(`${name} cannot be stored as JSON: ${e.message}`);
+  }
+  return text;
+}
+
+function obj(v, name) {
+  if (v === null || typeof v !== 'object') throw new TypeError(`${name} must be an object, got ${typeName(v)}`);
+  return v;
+}
+
+function arr(v, name) {
+  if (!Array.isArray(v)) throw new TypeError(`${name} must be an array, got ${typeName(v)}`);
+  return v;
+}
+
+function oneOf(v, allowed, name) {
+  if (!allowed.includes(v)) throw new TypeError(`${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function typeName(v) {
+  if (v === null) return 'null';
+  if (v instanceof Date) return 'Date';
+  if (Array.isArray(v)) return 'array';
+  return typeof v;
+}
+
+module.exports = { str, optStr, longStr, int, ms, optMs, json, obj, arr, oneOf };

@@ -1,0 +1,233 @@
+'use strict';
+// mysqlPool(): normalises a mysql2 pool / URL / options object into our native pool, and the
+// JS-side `Sql` object users and the backend share (query / exec / tx / close).
+const { inspect } = require('node:util');
+const binding = require('./binding');
+
+const NATIVE = Symbol('iterativeflow.nativeSql');
+
+function fail(msg) {
+  return new TypeError(`mysqlPool: ${msg}`);
+}
+
+function optInt(v, name, min, max) {
+  if (v === undefined || v === null || v === '') return undefined;
+  const n = typeof v === 'string' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
+    throw fail(`${name} must be an integer between ${min} and ${max}`);
+  }
+  return n;
+}
+
+function optStr(v, name) {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string') throw fail(`${name} must be a string`);
+  return v;
+}
+
+function sslFrom(v, name) {
+  if (v === undefined || v === null || v === false) return undefined;
+  if (v === true || v === 'true' || v === 'required' || v === 'REQUIRED' || v === '1') {
+    return { rejectUnauthorized: false, verifyIdentity: false };
+  }
+  if (typeof v === 'string') {
+    if (v === 'Amazon RDS') throw fail(`${name}: named SSL profiles are not supported; pass { ca }`);
+    throw fail(`${name}: unknown TLS setting ${JSON.stringify(v)}`);
+  }
+  if (typeof v !== 'object') throw fail(`${name} must be a boolean or an object`);
+  const ca = Array.isArray(v.ca) ? v.ca.map(String).join('\n') : v.ca;
+  return {
+    ca: ca === undefined ? undefined : Buffer.isBuffer(ca) ? ca.toString('utf8') : optStr(ca, `${name}.ca`),
+    caPath: optStr(v.caPath, `${name}.caPath`),
+    rejectUnauthorized: v.rejectUnauthorized === undefined ? true : Boolean(v.rejectUnauthorized),
+    verifyIdentity: v.verifyIdentity === undefined ? undefined : Boolean(v.verifyIdentity),
+  };
+}
+
+function sslFromUrl(params) {
+  const mode = (params.get('sslmode') || params.get('ssl-mode') || '').toUpperCase();
+  const ssl = params.get('ssl');
+  const ca = params.get('ssl-ca') || params.get('sslca') || undefined;
+  if (mode === 'DISABLED' || ssl === 'false' || ssl === '0') return undefined;
+  if (mode === 'VERIFY_IDENTITY') return { caPath: ca, rejectUnauthorized: true, verifyIdentity: true };
+  if (mode === 'VERIFY_CA') return { caPath: ca, rejectUnauthorized: true, verifyIdentity: false };
+  if (mode === 'REQUIRED' || mode === 'PREFERRED' || ssl === 'true' || ssl === '1' || ssl === 'required' || ca) {
+    return { caPath: ca, rejectUnauthorized: Boolean(ca), verifyIdentity: false };
+  }
+  if (mode) throw fail(`unknown sslmode ${JSON.stringify(mode)}`);
+  return undefined;
+}
+
+function fromUrl(text) {
+  let url;
+  try {
+    url = new URL(text);
+  } catch {
+    throw fail('the connection string is not a valid URL (expected mysql://user:password@host:port/database)');
+  }
+  if (url.protocol !== 'mysql:' && url.protocol !== 'mariadb:') {
+    throw fail(`unsupported URL scheme ${JSON.stringify(url.protocol)} (use mysql://)`);
+  }
+  const p = url.searchParams;
+  const dec = (s) => {
+    try {
+      return decodeURIComponent(s);
+    } catch {
+      throw fail('the URL contains a malformed percent-escape');
+    }
+  };
+  return normalise({
+    host: url.hostname ? url.hostname.replace(/^\[|\]$/g, '') : undefined,
+    port: url.port || undefined,
+    user: url.username ? dec(url.username) : undefined,
+    password: url.password ? dec(url.password) : undefined,
+    database: url.pathname && url.pathname.length > 1 ? dec(url.pathname.slice(1)) : undefined,
+    socketPath: p.get('socket') || p.get('socketPath') || undefined,
+    connectionLimit: p.get('connectionLimit') || p.get('connection_limit') || undefined,
+    acquireTimeoutMs: p.get('acquireTimeoutMs') || p.get('acquire_timeout_ms') || undefined,
+    ssl: sslFromUrl(p),
+    _sslNormalised: true,
+  });
+}
+
+function normalise(o) {
+  return {
+    host: optStr(o.host, 'host'),
+    port: optInt(o.port, 'port', 1, 65535),
+    user: optStr(o.user, 'user'),
+    password: optStr(o.password, 'password'),
+    database: optStr(o.database, 'database'),
+    socketPath: optStr(o.socketPath, 'socketPath'),
+    connectionLimit: optInt(o.connectionLimit, 'connectionLimit', 1, 10000),
+    acquireTimeoutMs: optInt(o.acquireTimeoutMs, 'acquireTimeoutMs', 1, 2 ** 31 - 1),
+    statementCacheSize: optInt(o.statementCacheSize, 'statementCacheSize', 0, 100000),
+    ssl: o._sslNormalised ? o.ssl : sslFrom(o.ssl, 'ssl'),
+  };
+}
+
+/** The mysql2 pool's connection config, if `x` is a mysql2 (promise or callback) pool. */
+function mysql2Config(x) {
+  const core = x && typeof x === 'object' && x.pool && x.pool.config ? x.pool : x;
+  const cfg = core && core.config;
+  if (!cfg || typeof cfg !== 'object' || !cfg.connectionConfig) return undefined;
+  const c = cfg.connectionConfig;
+  return normalise({
+    host: c.host,
+    port: c.port,
+    user: c.user,
+    password: c.password,
+    database: c.database,
+    socketPath: c.socketPath,
+    connectionLimit: cfg.connectionLimit,
+    ssl: c.ssl || undefined,
+  });
+}
+
+function configOf(x) {
+  if (typeof x === 'string') return fromUrl(x);
+  if (x === null || typeof x !== 'object') {
+    throw fail('expected a mysql2 Pool, a mysql:// URL, or an options object');
+  }
+  const fromMysql2 = mysql2Config(x);
+  if (fromMysql2) return fromMysql2;
+  if (typeof x.url === 'string') return { ...fromUrl(x.url), ...stripUndefined(normalise({ ...x, url: undefined })) };
+  return normalise(x);
+}
+
+function stripUndefined(o) {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+}
+
+/** Shapes user params: arrays stay arrays (expanded for IN (?)), everything else passes through. */
+function paramsOf(params) {
+  if (params === undefined || params === null) return undefined;
+  if (!Array.isArray(params)) throw new TypeError('params must be an array');
+  return params;
+}
+
+function checkText(text) {
+  if (typeof text !== 'string') throw new TypeError('text must be a SQL string');
+}
+
+/** The `Sql` bound to one open transaction; `tx` nests flat (runs fn on the same handle). */
+function txSql(tx) {
+  const self = {
+    query(text, params) {
+      checkText(text);
+      return tx.query(text, paramsOf(params));
+    },
+    exec(text, params) {
+      checkText(text);
+      return tx.exec(text, paramsOf(params));
+    },
+    tx(fn) {
+      return Promise.resolve().then(() => fn(self));
+    },
+  };
+  return self;
+}
+
+/** A native pool behind the `Sql` interface. */
+class MysqlSql {
+  constructor(native) {
+    Object.defineProperty(this, NATIVE, { value: native });
+  }
+  query(text, params) {
+    try {
+      checkText(text);
+      return this[NATIVE].query(text, paramsOf(params));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+  exec(text, params) {
+    try {
+      checkText(text);
+      return this[NATIVE].exec(text, paramsOf(params));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+  async tx(fn) {
+    if (typeof fn !== 'function') throw new TypeError('tx: fn must be a function');
+    const tx = await this[NATIVE].begin();
+    let out;
+    try {
+      out = await fn(txSql(tx));
+    } catch (e) {
+      await tx.rollback().catch(() => undefined);
+      throw e;
+    }
+    await tx.commit();
+    return out;
+  }
+  /** Waits for in-flight work, closes all connections; later calls reject. */
+  close() {
+    return this[NATIVE].close();
+  }
+  get closed() {
+    return this[NATIVE].closed;
+  }
+  /** `{ roundTrips, deadlockRetries }` counted by the backend executors. */
+  stats() {
+    return this[NATIVE].stats();
+  }
+  [inspect.custom]() {
+    return this[NATIVE].describe();
+  }
+  toJSON() {
+    return this[NATIVE].describe();
+  }
+}
+
+/** `mysqlPool(x)`: x is a mysql2 Pool, a mysql:// URL, or an options object. */
+function mysqlPool(x) {
+  const cfg = configOf(x);
+  return new MysqlSql(new binding.NativeSql(cfg));
+}
+
+function nativeOf(sql) {
+  return sql instanceof MysqlSql ? sql[NATIVE] : undefined;
+}
+
+module.exports = { mysqlPool, MysqlSql, nativeOf, configOf };

@@ -1,0 +1,307 @@
+//! Statement executors: the one seam between port logic and a database connection.
+//!
+//! Port logic builds lists of statements (`Stmt`) and hands them to an `Exec` in batches. The
+//! native executor renders a batch into one multi-statement text query — a whole transaction is
+//! usually ONE round trip, with `BEGIN` folded into the first batch and `COMMIT` into the last.
+//! The wrapped executor (`jsexec.rs`) sends the very same statements one by one through a user's
+//! JS `Sql` object.
+
+use crate::error::{Error, Result};
+use crate::literal;
+use mysql_async::prelude::*;
+use mysql_async::{Conn, Pool, Row, Value};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One SQL statement with positional `?` parameters.
+pub struct Stmt {
+    pub text: String,
+    pub params: Vec<Value>,
+    /// Column names in select-list order when the statement returns rows (used by the wrapped
+    /// executor to pick values out of row objects); empty for writes.
+    pub cols: &'static [&'static str],
+}
+
+impl Stmt {
+    /// A write (affected-rows matters, no rows come back).
+    pub fn exec(text: impl Into<String>, params: Vec<Value>) -> Self {
+        Stmt {
+            text: text.into(),
+            params,
+            cols: &[],
+        }
+    }
+    /// A read returning `cols`.
+    pub fn query(
+        text: impl Into<String>,
+        params: Vec<Value>,
+        cols: &'static [&'static str],
+    ) -> Self {
+        Stmt {
+            text: text.into(),
+            params,
+            cols,
+        }
+    }
+}
+
+/// What one statement produced.
+#[derive(Default, Debug)]
+pub struct Outcome {
+    pub rows: Vec<Vec<Value>>,
+    pub affected: u64,
+}
+
+/// Runs batches of statements. `last` marks the final batch of a unit of work, letting a
+/// transactional executor append its `COMMIT` to the same round trip.
+pub trait Exec: Send {
+    fn batch(
+        &mut self,
+        stmts: Vec<Stmt>,
+        last: bool,
+    ) -> impl Future<Output = Result<Vec<Outcome>>> + Send;
+}
+
+/// Shared pool state: the driver pool plus settings and counters.
+pub struct PoolHandle {
+    pub pool: Pool,
+    pub acquire_timeout: Duration,
+    pub password: Option<String>,
+    /// Transactions retried after a deadlock or lock-wait timeout.
+    pub retries: AtomicU64,
+    /// Round trips sent by backend executors (for benchmarks and tests).
+    pub round_trips: AtomicU64,
+    pub max_packet: AtomicU64,
+}
+
+/// How many times a transaction is re-run after a deadlock before the error surfaces.
+pub const MAX_TX_ATTEMPTS: u32 = 8;
+
+impl PoolHandle {
+    /// Checks out a connection, bounded by the acquire timeout.
+    pub async fn acquire(&self) -> Result<Conn> {
+        match tokio::time::timeout(self.acquire_timeout, self.pool.get_conn()).await {
+            Ok(Ok(mut conn)) => {
+                if self.max_packet.load(Ordering::Relaxed) == 0 {
+                    let max: Option<u64> = conn
+                        .query_first("SELECT @@max_allowed_packet")
+                        .await
+                        .map_err(Error::from)?;
+                    self.max_packet
+                        .store(max.unwrap_or(u64::MAX), Ordering::Relaxed);
+                }
+                Ok(conn)
+            }
+            Ok(Err(e)) => Err(self.redact(e.into())),
+            Err(_) => Err(Error::Connection(format!(
+                "timed out after {} ms waiting for a connection (acquireTimeoutMs)",
+                self.acquire_timeout.as_millis()
+            ))),
+        }
+    }
+
+    /// Replaces any occurrence of the password in an error message.
+    pub fn redact(&self, e: Error) -> Error {
+        let Some(pw) = self.password.as_deref() else {
+            return e;
+        };
+        let clean = |m: String| {
+            if m.contains(pw) {
+                m.replace(pw, "***")
+            } else {
+                m
+            }
+        };
+        match e {
+            Error::Server {
+                code,
+                state,
+                message,
+            } => Error::Server {
+                code,
+                state,
+                message: clean(message),
+            },
+            Error::Connection(m) => Error::Connection(clean(m)),
+            Error::Invalid(m) => Error::Invalid(clean(m)),
+            Error::Contract(m) => Error::Contract(clean(m)),
+            Error::Js(m) => Error::Js(clean(m)),
+        }
+    }
+}
+
+/// Renders statements into one multi-statement text.
+fn render(prefix: Option<&str>, stmts: &[Stmt], suffix: Option<&str>) -> Result<String> {
+    let size: usize = stmts.iter().map(|s| s.text.len() + 16 * s.params.len()).sum();
+    let mut text = String::with_capacity(size + 32);
+    if let Some(p) = prefix {
+        text.push_str(p);
+    }
+    for s in stmts {
+        if !text.is_empty() {
+            text.push(';');
+        }
+        literal::interpolate(&s.text, &s.params, &mut text).map_err(Error::Invalid)?;
+    }
+    if let Some(sfx) = suffix {
+        if !text.is_empty() {
+            text.push(';');
+        }
+        text.push_str(sfx);
+    }
+    Ok(text)
+}
+
+/// Sends one multi-statement text and collects exactly `expect` result sets in order.
+///
+/// The OK packet of a row-less statement is read while the previous set is being finished, so
+/// its affected-rows count is taken before `collect` moves on to the next set.
+async fn send(conn: &mut Conn, text: String, expect: usize) -> Result<Vec<Outcome>> {
+    let mut result = conn.query_iter(text).await?;
+    let mut out = Vec::with_capacity(expect);
+    for _ in 0..expect {
+        let affected = result.affected_rows();
+        let rows: Vec<Row> = result.collect().await?;
+        out.push(Outcome {
+            rows: rows.into_iter().map(Row::unwrap).collect(),
+            affected,
+        });
+    }
+    drop(result);
+    Ok(out)
+}
+
+/// Native executor over one pooled connection, optionally inside a transaction.
+pub struct NativeExec<'a> {
+    conn: &'a mut Conn,
+    handle: &'a PoolHandle,
+    in_tx: bool,
+    begun: bool,
+    committed: bool,
+}
+
+impl NativeExec<'_> {
+    async fn run_batch(&mut self, stmts: Vec<Stmt>, last: bool) -> Result<Vec<Outcome>> {
+        let begin = self.in_tx && !self.begun;
+        let commit = self.in_tx && last;
+        if stmts.is_empty() && !begin && !commit {
+            return Ok(Vec::new());
+        }
+        let n = stmts.len();
+        let text = render(begin.then_some("BEGIN"), &stmts, commit.then_some("COMMIT"))?;
+        let max = self.handle.max_packet.load(Ordering::Relaxed);
+        if max > 0 && text.len() as u64 + 64 > max {
+            return Err(Error::Invalid(format!(
+                "statement batch of {} bytes exceeds the server's max_allowed_packet ({} bytes)",
+                text.len(),
+                max
+            )));
+        }
+        self.handle.round_trips.fetch_add(1, Ordering::Relaxed);
+        if begin {
+            self.begun = true;
+        }
+        let mut sets = send(
+            self.conn,
+            text,
+            n + usize::from(begin) + usize::from(commit),
+        )
+        .await?;
+        if commit {
+            self.committed = true;
+            sets.pop();
+        }
+        if begin && !sets.is_empty() {
+            sets.remove(0);
+        }
+        if sets.len() != n {
+            return Err(Error::Connection(format!(
+                "expected {n} results, got {}",
+                sets.len()
+            )));
+        }
+        Ok(sets)
+    }
+}
+
+impl Exec for NativeExec<'_> {
+    fn batch(
+        &mut self,
+        stmts: Vec<Stmt>,
+        last: bool,
+    ) -> impl Future<Output = Result<Vec<Outcome>>> + Send {
+        self.run_batch(stmts, last)
+    }
+}
+
+/// Boxed future type for transaction bodies.
+pub type BoxFut<'a, T> = std::pin::Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
+
+/// Runs `body` on one connection without a transaction (autocommit statements).
+pub async fn autocommit<T, F>(handle: &Arc<PoolHandle>, body: F) -> Result<T>
+where
+    F: for<'a, 'b> FnOnce(&'a mut NativeExec<'b>) -> BoxFut<'a, T>,
+{
+    let mut conn = handle.acquire().await?;
+    let mut exec = NativeExec {
+        conn: &mut conn,
+        handle,
+        in_tx: false,
+        begun: false,
+        committed: false,
+    };
+    let out = body(&mut exec).await;
+    out.map_err(|e| handle.redact(e))
+}
+
+/// Runs `body` as one READ COMMITTED transaction, re-running it after deadlocks (bounded).
+/// `BEGIN` rides on the body's first batch and `COMMIT` on its last, so a body that sends one
+/// batch marked `last` costs exactly one round trip.
+pub async fn transaction<T, F>(handle: &Arc<PoolHandle>, mut body: F) -> Result<T>
+where
+    F: for<'a, 'b> FnMut(&'a mut NativeExec<'b>) -> BoxFut<'a, T>,
+{
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let mut conn = handle.acquire().await?;
+        let result = {
+            let mut exec = NativeExec {
+                conn: &mut conn,
+                handle,
+                in_tx: true,
+                begun: false,
+                committed: false,
+            };
+            let r = body(&mut exec).await;
+            let (begun, committed) = (exec.begun, exec.committed);
+            match r {
+                Ok(v) if committed || !begun => Ok(v),
+                Ok(v) => {
+                    handle.round_trips.fetch_add(1, Ordering::Relaxed);
+                    conn.query_drop("COMMIT")
+                        .await
+                        .map(|_| v)
+                        .map_err(Error::from)
+                }
+                Err(e) => {
+                    if begun {
+                        handle.round_trips.fetch_add(1, Ordering::Relaxed);
+                        // A failed rollback means a broken connection; the pool discards it.
+                        let _ = conn.query_drop("ROLLBACK").await;
+                    }
+                    Err(e)
+                }
+            }
+        };
+        match result {
+            Err(e) if e.is_transient() && attempt < MAX_TX_ATTEMPTS => {
+                handle.retries.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(u64::from(attempt) * 2)).await;
+            }
+            other => return other.map_err(|e| handle.redact(e)),
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! The wrapped executor: runs the backend's statements through a JS `Sql` object.
+//!
+//! Used when `createMysqlBackend` gets something other than our native `Sql` (a user's logging or
+//! fault-injecting wrapper). Each statement becomes one call of a JS function `run(request)`;
+//! `index.js` turns the request into `sql.query`/`sql.exec` on the caller's object (or on the
+//! transaction handle its `tx` passed in) and answers with JSON text. Slower than the native
+//! path, but the same SQL in the same order.
+
+use crate::error::{Error, Result};
+use crate::exec::{Exec, Outcome, Stmt};
+use mysql_async::Value;
+use napi::bindgen_prelude::Promise;
+use napi::threadsafe_function::ThreadsafeFunction;
+use napi::Status;
+use serde_json::Value as J;
+
+/// JS function `(requestJson: string) => Promise<string>`.
+pub type RunFn = ThreadsafeFunction<String, Promise<String>, String, Status, false>;
+
+/// Executor over a JS `Sql` (see module docs).
+pub struct JsExec {
+    run: RunFn,
+}
+
+impl JsExec {
+    /// Wraps the JS `run` function handed in by `index.js`.
+    pub fn new(run: RunFn) -> Self {
+        JsExec { run }
+    }
+
+    async fn one(&self, stmt: Stmt) -> Result<Outcome> {
+        let is_query = !stmt.cols.is_empty();
+        let params: Vec<J> = stmt.params.iter().map(to_json).collect::<Result<_>>()?;
+        let req = serde_json::json!({ "q": is_query, "t": stmt.text, "p": params }).to_string();
+        let promise = self.run.call_async_catch(req).await.map_err(js_err)?;
+        let answer = promise.await.map_err(js_err)?;
+        let parsed: J = serde_json::from_str(&answer)
+            .map_err(|e| Error::Js(format!("wrapped Sql returned unreadable data: {e}")))?;
+        if is_query {
+            let rows = parsed.as_array().ok_or_else(|| {
+                Error::Js("wrapped Sql.query did not resolve to an array of rows".into())
+            })?;
+            let rows = rows
+                .iter()
+                .map(|row| stmt.cols.iter().map(|c| from_json(row.get(*c))).collect())
+                .collect();
+            Ok(Outcome { rows, affected: 0 })
+        } else {
+            let num = |k: &str| parsed.get(k).and_then(J::as_f64).unwrap_or(0.0).max(0.0) as u64;
+            Ok(Outcome {
+                rows: Vec::new(),
+                affected: num("affectedRows"),
+            })
+        }
+    }
+}
+
+fn js_err(e: napi::Error) -> Error {
+    Error::Js(e.reason.clone())
+}
+
+impl Exec for JsExec {
+    async fn batch(&mut self, stmts: Vec<Stmt>, _last: bool) -> Result<Vec<Outcome>> {
+        let mut out = Vec::with_capacity(stmts.len());
+        for s in stmts {
+            out.push(self.one(s).await?);
+        }
+        Ok(out)
+    }
+}
+
+fn to_json(v: &Value) -> Result<J> {
+    Ok(match v {
+        Value::NULL => J::Null,
+        Value::Int(n) => J::from(*n),
+        Value::UInt(n) => J::from(*n),
+        Value::Double(f) => J::from(*f),
+        Value::Float(f) => J::from(f64::from(*f)),
+        Value::Bytes(b) => J::String(
+            String::from_utf8(b.clone())
+                .map_err(|_| Error::Invalid("non-UTF-8 parameter".into()))?,
+        ),
+        _ => {
+            return Err(Error::Invalid(
+                "date/time parameters are not used by the backend".into(),
+            ))
+        }
+    })
+}
+
+fn from_json(v: Option<&J>) -> Value {
+    match v {
+        None | Some(J::Null) => Value::NULL,
+        Some(J::Bool(b)) => Value::Int(i64::from(*b)),
+        Some(J::Number(n)) => n
+            .as_i64()
+            .map(Value::Int)
+            .unwrap_or_else(|| Value::Double(n.as_f64().unwrap_or(0.0))),
+        Some(J::String(s)) => Value::Bytes(s.clone().into_bytes()),
+        Some(other) => Value::Bytes(other.to_string().into_bytes()),
+    }
+}

@@ -1,0 +1,134 @@
+//! Outbox statements (CONTRACT §7), each guarded by a SQL condition so the whole unit can be sent
+//! in one batch: the guard (`@ifw_won = 1`) is set from the guarding write's row count in the same
+//! transaction, so a losing checkpoint or a guarded status write applies nothing.
+
+use crate::args::{OutboxArg, SpecArg};
+use crate::codec::{i, opt_s, s};
+use crate::exec::Stmt;
+use crate::literal::holes;
+use crate::schema::Tables;
+
+/// The session variable that carries "the guarding write won" between statements.
+pub const WON: &str = "@ifw_won";
+
+/// `SET @ifw_won := (ROW_COUNT() <op>)`, captured right after the guarding write.
+pub fn capture_won(condition: &str) -> Stmt {
+    Stmt::exec(format!("SET {WON} := (ROW_COUNT() {condition})"), vec![])
+}
+
+const RUN_COLS: &str = "(id, name, version, status, input, idempotency_key, tags, parent_run_id, parent_cursor_key, depth, created_at)";
+
+/// Parameters of a new `pending` run row, in `RUN_COLS` order after `status`.
+pub fn run_params(run_id: &str, spec: &SpecArg) -> Vec<mysql_async::Value> {
+    vec![
+        s(run_id),
+        s(&spec.name),
+        i(spec.version),
+        opt_s(spec.input.as_deref()),
+        opt_s(spec.idempotency_key.as_deref()),
+        opt_s(spec.tags.as_deref()),
+        opt_s(spec.parent_run_id.as_deref()),
+        opt_s(spec.parent_cursor_key.as_deref()),
+        i(spec.depth),
+        i(spec.created_at),
+    ]
+}
+
+/// `INSERT [IGNORE] INTO run … VALUES (…)` for a new pending run.
+pub fn insert_run(t: &Tables, ignore: bool, run_id: &str, spec: &SpecArg) -> Stmt {
+    let verb = if ignore { "INSERT IGNORE" } else { "INSERT" };
+    Stmt::exec(
+        format!(
+            "{verb} INTO {} {RUN_COLS} VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)",
+            t.run
+        ),
+        run_params(run_id, spec),
+    )
+}
+
+const ENQUEUE_CONFLICT: &str =
+    "ON DUPLICATE KEY UPDATE run_at = VALUES(run_at), priority = VALUES(priority), version = version + 1";
+
+/// The queue upsert (§4.1), unguarded.
+pub fn enqueue(t: &Tables, run_id: &str, run_at: i64, priority: i64) -> Stmt {
+    Stmt::exec(
+        format!("INSERT INTO {} (run_id, run_at, priority, version) VALUES (?, ?, ?, 1) {ENQUEUE_CONFLICT}", t.job),
+        vec![s(run_id), i(run_at), i(priority)],
+    )
+}
+
+/// The queue upsert applied only when the guard holds.
+pub fn enqueue_if_won(t: &Tables, run_id: &str, run_at: i64, priority: i64) -> Stmt {
+    Stmt::exec(
+        format!(
+            "INSERT INTO {} (run_id, run_at, priority, version) SELECT ?, ?, ?, 1 FROM DUAL WHERE {WON} = 1 {ENQUEUE_CONFLICT}",
+            t.job
+        ),
+        vec![s(run_id), i(run_at), i(priority)],
+    )
+}
+
+/// The timer upsert (§5), unguarded.
+pub fn schedule(t: &Tables, run_id: &str, fire_at: i64) -> Stmt {
+    Stmt::exec(
+        format!("INSERT INTO {} (run_id, fire_at) VALUES (?, ?) ON DUPLICATE KEY UPDATE fire_at = VALUES(fire_at)", t.timer),
+        vec![s(run_id), i(fire_at)],
+    )
+}
+
+/// All statements of `fx`, in the contract's order, guarded by the won flag.
+pub fn statements(t: &Tables, fx: &OutboxArg) -> Vec<Stmt> {
+    let mut out = Vec::new();
+    for sp in fx.spawn.iter().flatten() {
+        out.push(Stmt::exec(
+            format!(
+                "INSERT IGNORE INTO {} {RUN_COLS} SELECT ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE {WON} = 1",
+                t.run
+            ),
+            run_params(&sp.run_id, &sp.spec),
+        ));
+        out.push(enqueue_if_won(t, &sp.run_id, sp.run_at, sp.priority));
+    }
+    for e in fx.enqueue.iter().flatten() {
+        out.push(enqueue_if_won(t, &e.run_id, e.run_at, e.priority));
+    }
+    for tm in fx.timers.iter().flatten() {
+        out.push(Stmt::exec(
+            format!(
+                "INSERT INTO {} (run_id, fire_at) SELECT ?, ? FROM DUAL WHERE {WON} = 1 ON DUPLICATE KEY UPDATE fire_at = VALUES(fire_at)",
+                t.timer
+            ),
+            vec![s(&tm.run_id), i(tm.fire_at)],
+        ));
+    }
+    if let Some(ids) = fx.cancel_timers.as_ref().filter(|v| !v.is_empty()) {
+        out.push(Stmt::exec(
+            format!(
+                "DELETE FROM {} WHERE run_id IN {} AND {WON} = 1",
+                t.timer,
+                holes(ids.len())
+            ),
+            ids.iter().map(|x| s(x)).collect(),
+        ));
+    }
+    if let Some(ids) = fx.consume_signals.as_ref().filter(|v| !v.is_empty()) {
+        out.push(Stmt::exec(
+            format!(
+                "DELETE FROM {} WHERE id IN {} AND {WON} = 1",
+                t.signal,
+                holes(ids.len())
+            ),
+            ids.iter().map(|x| s(x)).collect(),
+        ));
+    }
+    if let Some(j) = &fx.join_target {
+        out.push(Stmt::exec(
+            format!(
+                "UPDATE {} SET join_remaining = ? WHERE id = ? AND {WON} = 1",
+                t.run
+            ),
+            vec![i(j.count), s(&j.run_id)],
+        ));
+    }
+    out
+}

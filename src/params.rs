@@ -1,0 +1,202 @@
+//! JS parameters of user `query`/`exec` calls → SQL values, with array expansion for `IN (?)`.
+//!
+//! Conversion happens synchronously on the JS thread (JS values cannot cross to tokio), and
+//! anything the SQL layer cannot carry is refused with an error naming the parameter.
+
+use crate::error::{Error, Result};
+use crate::literal::{placeholder_offsets, push_literal};
+use mysql_async::Value;
+use napi::bindgen_prelude::*;
+use napi::{sys, JsValue, ValueType};
+
+/// One converted parameter: a scalar, a list (`(?,?)` expansion) or a list of lists
+/// (`(a,b),(c,d)` for bulk `VALUES ?`).
+pub enum Param {
+    One(Value),
+    List(Vec<Param>),
+}
+
+fn check(
+    env: sys::napi_env,
+    v: sys::napi_value,
+    f: unsafe extern "C" fn(sys::napi_env, sys::napi_value, *mut bool) -> sys::napi_status,
+) -> bool {
+    let mut out = false;
+    // SAFETY: env and v come from a live callback scope; f only writes the bool.
+    unsafe { f(env, v, &mut out) };
+    out
+}
+
+/// Converts one JS value; `name` is used in error messages (e.g. `params[2]`).
+pub fn convert(v: &Unknown, name: &str, depth: u32) -> Result<Param> {
+    let raw = v.raw();
+    let env = v.value().env;
+    let t = v.get_type().map_err(|e| Error::Invalid(e.reason.clone()))?;
+    let bad =
+        |what: &str| Error::Invalid(format!("{name}: {what} cannot be bound as a SQL parameter"));
+    Ok(Param::One(match t {
+        ValueType::Null | ValueType::Undefined => Value::NULL,
+        ValueType::Boolean => {
+            let b: bool = unsafe { v.cast() }.map_err(|e| Error::Invalid(e.reason.clone()))?;
+            Value::Int(i64::from(b))
+        }
+        ValueType::Number => {
+            let f: f64 = unsafe { v.cast() }.map_err(|e| Error::Invalid(e.reason.clone()))?;
+            if !f.is_finite() {
+                return Err(bad("a non-finite number (NaN/Infinity)"));
+            }
+            if f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 {
+                Value::Int(f as i64)
+            } else {
+                Value::Double(f)
+            }
+        }
+        ValueType::String => {
+            let s: String = unsafe { v.cast() }.map_err(|e| Error::Invalid(e.reason.clone()))?;
+            Value::Bytes(s.into_bytes())
+        }
+        ValueType::BigInt => {
+            let b: BigInt = unsafe { v.cast() }.map_err(|e| Error::Invalid(e.reason.clone()))?;
+            let (n, lossless) = b.get_i64();
+            if !lossless {
+                return Err(bad("a BigInt outside the signed 64-bit range"));
+            }
+            Value::Int(n)
+        }
+        ValueType::Object => {
+            if check(env, raw, sys::napi_is_date) {
+                let mut ms = 0f64;
+                unsafe { sys::napi_get_date_value(env, raw, &mut ms) };
+                if !ms.is_finite() {
+                    return Err(bad("an invalid Date"));
+                }
+                date_value(ms)
+            } else if check(env, raw, sys::napi_is_buffer) {
+                let buf: BufferSlice =
+                    unsafe { v.cast() }.map_err(|e| Error::Invalid(e.reason.clone()))?;
+                Value::Bytes(buf.to_vec())
+            } else if check(env, raw, sys::napi_is_array) {
+                if depth >= 2 {
+                    return Err(bad("an array nested more than two levels"));
+                }
+                let items: Vec<Unknown> =
+                    unsafe { v.cast() }.map_err(|e| Error::Invalid(e.reason.clone()))?;
+                let list = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| convert(item, &format!("{name}[{i}]"), depth + 1))
+                    .collect::<Result<Vec<_>>>()?;
+                return Ok(Param::List(list));
+            } else {
+                return Err(bad("a plain object"));
+            }
+        }
+        _ => return Err(bad("a value of this type (function/symbol)")),
+    }))
+}
+
+/// UTC `DATETIME(3)`-style value from epoch milliseconds.
+fn date_value(ms: f64) -> Value {
+    let total_ms = ms.floor() as i64;
+    let secs = total_ms.div_euclid(1000);
+    let millis = total_ms.rem_euclid(1000) as u32;
+    let days = secs.div_euclid(86_400);
+    let sod = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    Value::Date(
+        y as u16,
+        m as u8,
+        d as u8,
+        (sod / 3600) as u8,
+        ((sod % 3600) / 60) as u8,
+        (sod % 60) as u8,
+        millis * 1000,
+    )
+}
+
+/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// Renders `sql` with parameters inlined as literals (lists expanded), ready for the text protocol.
+pub fn render(sql: &str, params: &[Param]) -> Result<String> {
+    let offsets = placeholder_offsets(sql);
+    if offsets.len() != params.len() {
+        return Err(Error::Invalid(format!(
+            "params: the statement has {} placeholders but {} parameters were given",
+            offsets.len(),
+            params.len()
+        )));
+    }
+    let mut out = String::with_capacity(sql.len() + 16 * params.len());
+    let mut last = 0;
+    for (off, p) in offsets.iter().zip(params) {
+        out.push_str(&sql[last..*off]);
+        push_param(&mut out, p)?;
+        last = off + 1;
+    }
+    out.push_str(&sql[last..]);
+    Ok(out)
+}
+
+fn push_param(out: &mut String, p: &Param) -> Result<()> {
+    match p {
+        Param::One(v) => push_literal(out, v).map_err(Error::Invalid),
+        Param::List(items) if items.is_empty() => {
+            out.push_str("NULL");
+            Ok(())
+        }
+        Param::List(items) => {
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                if let Param::List(_) = item {
+                    out.push('(');
+                    push_param(out, item)?;
+                    out.push(')');
+                } else {
+                    push_param(out, item)?;
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_rendered_in_utc() {
+        let v = date_value(0.0);
+        assert_eq!(v, Value::Date(1970, 1, 1, 0, 0, 0, 0));
+        let v = date_value(1_893_456_000_123.0); // 2030-01-01T00:00:00.123Z
+        assert_eq!(v, Value::Date(2030, 1, 1, 0, 0, 0, 123_000));
+    }
+
+    #[test]
+    fn lists_expand() {
+        let p = vec![Param::List(vec![
+            Param::One(Value::Int(1)),
+            Param::One(Value::from("a")),
+        ])];
+        assert_eq!(render("x IN (?)", &p).unwrap(), "x IN (1, 'a')");
+        let rows = vec![Param::List(vec![
+            Param::List(vec![Param::One(Value::Int(1)), Param::One(Value::Int(2))]),
+            Param::List(vec![Param::One(Value::Int(3)), Param::One(Value::Int(4))]),
+        ])];
+        assert_eq!(render("VALUES ?", &rows).unwrap(), "VALUES (1, 2), (3, 4)");
+    }
+}

@@ -1,0 +1,188 @@
+//! Queue port (CONTRACT §4): leased jobs with `FOR UPDATE SKIP LOCKED` claims.
+
+use crate::codec::{i, int, req_int, s, string, JsonOut};
+use crate::error::{Error, Result};
+use crate::exec::{Exec, Stmt};
+use crate::literal::holes;
+use crate::outbox;
+use crate::schema::Tables;
+
+/// §4.1 — upsert; an active lease is never touched.
+pub async fn enqueue<E: Exec>(
+    e: &mut E,
+    t: &Tables,
+    run_id: &str,
+    run_at: i64,
+    priority: i64,
+) -> Result<String> {
+    e.batch(vec![outbox::enqueue(t, run_id, run_at, priority)], true)
+        .await?;
+    Ok("null".into())
+}
+
+/// §4.2 — lock up to `limit` due jobs, then lease them all with ONE set-based UPDATE.
+/// `token_ids` are the caller's ids (custom `id` option); otherwise v4 UUIDs are made here.
+pub async fn claim<E: Exec>(
+    e: &mut E,
+    t: &Tables,
+    at: i64,
+    lease_ms: i64,
+    limit: i64,
+    token_ids: Option<&[String]>,
+) -> Result<String> {
+    let picked = e
+        .batch(
+            vec![Stmt::query(
+                format!(
+                    "SELECT run_id, version FROM {} WHERE run_at <= ? AND (lease_expires IS NULL OR lease_expires <= ?) \
+                     ORDER BY priority, run_at LIMIT ? FOR UPDATE SKIP LOCKED",
+                    t.job
+                ),
+                vec![i(at), i(at), i(limit)],
+                &["run_id", "version"],
+            )],
+            false,
+        )
+        .await?;
+    let rows = &picked[0].rows;
+    let mut j = JsonOut::new();
+    j.open_arr();
+    if rows.is_empty() {
+        j.close_arr();
+        return Ok(j.finish());
+    }
+    let mut case = String::from("CASE run_id");
+    let mut params = Vec::with_capacity(rows.len() * 3 + 1);
+    let mut leases = Vec::with_capacity(rows.len());
+    for (n, r) in rows.iter().enumerate() {
+        let run_id = string(&r[0]).unwrap_or_default();
+        let first_half = match token_ids.and_then(|ids| ids.get(n)) {
+            Some(id) => id.clone(),
+            None => uuid::Uuid::new_v4().to_string(),
+        };
+        let token = format!("{first_half}:{run_id}");
+        case.push_str(" WHEN ? THEN ?");
+        params.push(s(&run_id));
+        params.push(s(&token));
+        leases.push((run_id, token, req_int(&r[1], "version")?));
+    }
+    case.push_str(" END");
+    params.push(i(at + lease_ms));
+    params.extend(leases.iter().map(|l| s(&l.0)));
+    e.batch(
+        vec![Stmt::exec(
+            format!(
+                "UPDATE {} SET lease_token = {case}, lease_expires = ? WHERE run_id IN {}",
+                t.job,
+                holes(leases.len())
+            ),
+            params,
+        )],
+        true,
+    )
+    .await?;
+    for (run_id, token, version) in &leases {
+        j.open_obj();
+        j.key("runId");
+        j.str(run_id);
+        j.key("token");
+        j.str(token);
+        j.key("version");
+        j.num(*version);
+        j.close_obj();
+    }
+    j.close_arr();
+    Ok(j.finish())
+}
+
+/// §4.3 — extend a live lease; a lost or expired lease is an error.
+pub async fn heartbeat<E: Exec>(
+    e: &mut E,
+    t: &Tables,
+    run_id: &str,
+    token: &str,
+    at: i64,
+    lease_ms: i64,
+) -> Result<String> {
+    let out = e
+        .batch(
+            vec![Stmt::exec(
+                format!("UPDATE {} SET lease_expires = ? WHERE run_id = ? AND lease_token = ? AND lease_expires > ?", t.job),
+                vec![i(at + lease_ms), s(run_id), s(token), i(at)],
+            )],
+            true,
+        )
+        .await?;
+    if out[0].affected == 0 {
+        return Err(Error::Contract(format!(
+            "heartbeat: lease for {run_id} is no longer held"
+        )));
+    }
+    Ok("null".into())
+}
+
+/// §4.4 — delete if untouched during the lease, else release; both in one round trip.
+pub async fn ack<E: Exec>(
+    e: &mut E,
+    t: &Tables,
+    run_id: &str,
+    token: &str,
+    version: i64,
+    at: i64,
+) -> Result<String> {
+    let params = vec![s(run_id), s(token), i(at), i(version)];
+    e.batch(
+        vec![
+            Stmt::exec(
+                format!("DELETE FROM {} WHERE run_id = ? AND lease_token = ? AND lease_expires > ? AND version = ?", t.job),
+                params.clone(),
+            ),
+            Stmt::exec(
+                format!(
+                    "UPDATE {} SET lease_token = NULL, lease_expires = NULL, run_at = 0 \
+                     WHERE run_id = ? AND lease_token = ? AND lease_expires > ? AND version <> ?",
+                    t.job
+                ),
+                params,
+            ),
+        ],
+        true,
+    )
+    .await?;
+    Ok("null".into())
+}
+
+/// §4.5 — claimable / leased counts and the oldest claimable `run_at`, aggregated in SQL.
+pub async fn depth<E: Exec>(e: &mut E, t: &Tables, now: i64) -> Result<String> {
+    let claimable = "run_at <= ? AND (lease_expires IS NULL OR lease_expires <= ?)";
+    let out = e
+        .batch(
+            vec![Stmt::query(
+                format!(
+                    "SELECT COALESCE(SUM(CASE WHEN {claimable} THEN 1 ELSE 0 END), 0) AS claimable, \
+                     COALESCE(SUM(CASE WHEN lease_expires > ? THEN 1 ELSE 0 END), 0) AS leased, \
+                     MIN(CASE WHEN {claimable} THEN run_at END) AS oldest FROM {}",
+                    t.job
+                ),
+                vec![i(now), i(now), i(now), i(now), i(now)],
+                &["claimable", "leased", "oldest"],
+            )],
+            true,
+        )
+        .await?;
+    let row = out[0].rows.first();
+    let get = |k: usize| row.and_then(|r| int(&r[k]));
+    let mut j = JsonOut::new();
+    j.open_obj();
+    j.key("claimable");
+    j.num(get(0).unwrap_or(0));
+    j.key("leased");
+    j.num(get(1).unwrap_or(0));
+    j.key("oldestClaimableAgeMs");
+    match get(2) {
+        Some(oldest) => j.num(now - oldest),
+        None => j.null(),
+    }
+    j.close_obj();
+    Ok(j.finish())
+}

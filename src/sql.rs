@@ -1,0 +1,284 @@
+//! The user-facing native `Sql`: a pool with `query`, `exec`, transactions and `close`.
+//!
+//! User statements go over the text protocol with client-side parameter rendering, the same
+//! model as mysql2's `pool.query` (which the JavaScript package used), so any statement —
+//! DDL, multi-statement text, `SHOW` — works and values look the same.
+
+use crate::config::{self, PoolConfig};
+use crate::error::{Error, Result};
+use crate::exec::PoolHandle;
+use crate::params::{self, Param};
+use crate::rows::UserRows;
+use mysql_async::prelude::*;
+use mysql_async::{Conn, Pool, Row};
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::Mutex;
+
+/// `{ affectedRows, insertId }` of a write, with found-rows semantics (as mysql2).
+#[napi(object)]
+pub struct WriteResult {
+    pub affected_rows: f64,
+    pub insert_id: f64,
+}
+
+/// Counters for benchmarks and diagnostics.
+#[napi(object)]
+pub struct PoolStats {
+    /// Round trips sent by the backend's executors.
+    pub round_trips: f64,
+    /// Transactions re-run after a deadlock or lock-wait timeout.
+    pub deadlock_retries: f64,
+}
+
+/// A native connection pool (see module docs).
+#[napi]
+pub struct NativeSql {
+    pub(crate) handle: Arc<PoolHandle>,
+    closed: Arc<AtomicBool>,
+    describe: String,
+}
+
+fn convert_params(params: Option<Vec<Unknown>>) -> Result<Vec<Param>> {
+    params
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(i, p)| params::convert(p, &format!("params[{i}]"), 0))
+        .collect()
+}
+
+/// Runs one user statement text and returns the first result set.
+async fn run_text(conn: &mut Conn, text: String) -> Result<(UserRows, u64, u64)> {
+    let mut result = conn.query_iter(text).await?;
+    let columns = result.columns();
+    let affected = result.affected_rows();
+    let insert_id = result.last_insert_id().unwrap_or(0);
+    let rows: Vec<Row> = result.collect().await?;
+    // Later result sets of a multi-statement text are read and discarded.
+    while !result.is_empty() {
+        let _: Vec<Row> = result.collect().await?;
+    }
+    drop(result);
+    Ok((UserRows::new(columns, rows), affected, insert_id))
+}
+
+impl NativeSql {
+    fn ensure_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            Err(Error::Invalid(
+                "this Sql pool is closed (close() was called)".into(),
+            ))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[napi]
+impl NativeSql {
+    /// Builds a pool from normalised options; nothing connects until the first call.
+    #[napi(constructor)]
+    pub fn new(cfg: PoolConfig) -> napi::Result<Self> {
+        let settings = config::build(&cfg)?;
+        let describe = format!(
+            "NativeSql {{ host: {:?}, port: {}, user: {:?}, database: {:?}, password: {} }}",
+            cfg.host.as_deref().unwrap_or("localhost"),
+            cfg.port.unwrap_or(3306),
+            cfg.user.as_deref().unwrap_or("root"),
+            cfg.database.as_deref().unwrap_or(""),
+            if cfg.password.as_deref().is_some_and(|p| !p.is_empty()) {
+                "'***'"
+            } else {
+                "none"
+            },
+        );
+        let pool = Pool::new(settings.opts);
+        Ok(NativeSql {
+            handle: Arc::new(PoolHandle {
+                pool,
+                acquire_timeout: settings.acquire_timeout,
+                password: settings.password,
+                retries: AtomicU64::new(0),
+                round_trips: AtomicU64::new(0),
+                max_packet: AtomicU64::new(0),
+            }),
+            closed: Arc::new(AtomicBool::new(false)),
+            describe,
+        })
+    }
+
+    /// Runs a statement and resolves to its rows as plain objects.
+    #[napi]
+    pub fn query<'env>(
+        &self,
+        env: &'env Env,
+        text: String,
+        params: Option<Vec<Unknown>>,
+    ) -> napi::Result<PromiseRaw<'env, UserRows>> {
+        self.ensure_open()?;
+        let sql = params::render(&text, &convert_params(params)?)?;
+        let handle = self.handle.clone();
+        env.spawn_future(async move {
+            let mut conn = handle.acquire().await?;
+            let (rows, _, _) = run_text(&mut conn, sql)
+                .await
+                .map_err(|e| handle.redact(e))?;
+            Ok(rows)
+        })
+    }
+
+    /// Runs a statement and resolves to `{ affectedRows, insertId }`.
+    #[napi]
+    pub fn exec<'env>(
+        &self,
+        env: &'env Env,
+        text: String,
+        params: Option<Vec<Unknown>>,
+    ) -> napi::Result<PromiseRaw<'env, WriteResult>> {
+        self.ensure_open()?;
+        let sql = params::render(&text, &convert_params(params)?)?;
+        let handle = self.handle.clone();
+        env.spawn_future(async move {
+            let mut conn = handle.acquire().await?;
+            let (_, affected, insert_id) = run_text(&mut conn, sql)
+                .await
+                .map_err(|e| handle.redact(e))?;
+            Ok(WriteResult {
+                affected_rows: affected as f64,
+                insert_id: insert_id as f64,
+            })
+        })
+    }
+
+    /// Checks out one connection and starts a transaction on it (READ COMMITTED).
+    #[napi]
+    pub async fn begin(&self) -> napi::Result<NativeTx> {
+        self.ensure_open()?;
+        let mut conn = self.handle.acquire().await?;
+        conn.query_drop("BEGIN")
+            .await
+            .map_err(|e| self.handle.redact(e.into()))?;
+        Ok(NativeTx {
+            conn: Arc::new(Mutex::new(Some(conn))),
+            handle: self.handle.clone(),
+        })
+    }
+
+    /// Waits for in-flight work, closes every connection, and refuses later calls.
+    #[napi]
+    pub async fn close(&self) -> napi::Result<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.handle
+            .pool
+            .clone()
+            .disconnect()
+            .await
+            .map_err(|e| Error::from(e).into())
+    }
+
+    /// Whether `close()` was called.
+    #[napi(getter)]
+    pub fn closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Round-trip and retry counters.
+    #[napi]
+    pub fn stats(&self) -> PoolStats {
+        PoolStats {
+            round_trips: self.handle.round_trips.load(Ordering::Relaxed) as f64,
+            deadlock_retries: self.handle.retries.load(Ordering::Relaxed) as f64,
+        }
+    }
+
+    /// A description without secrets (used by `util.inspect`).
+    #[napi]
+    pub fn describe(&self) -> String {
+        self.describe.clone()
+    }
+}
+
+/// One open transaction on one connection; `index.js` wraps it as the `Sql` given to `tx(fn)`.
+#[napi]
+pub struct NativeTx {
+    conn: Arc<Mutex<Option<Conn>>>,
+    handle: Arc<PoolHandle>,
+}
+
+impl NativeTx {
+    async fn run(
+        conn: Arc<Mutex<Option<Conn>>>,
+        handle: Arc<PoolHandle>,
+        sql: String,
+    ) -> Result<(UserRows, u64, u64)> {
+        let mut guard = conn.lock().await;
+        let c = guard
+            .as_mut()
+            .ok_or_else(|| Error::Invalid("this transaction has already finished".into()))?;
+        run_text(c, sql).await.map_err(|e| handle.redact(e))
+    }
+
+    async fn finish(&self, statement: &str) -> Result<()> {
+        let mut guard = self.conn.lock().await;
+        let Some(mut c) = guard.take() else {
+            return Err(Error::Invalid(
+                "this transaction has already finished".into(),
+            ));
+        };
+        c.query_drop(statement)
+            .await
+            .map_err(|e| self.handle.redact(e.into()))
+    }
+}
+
+#[napi]
+impl NativeTx {
+    /// `query` inside the transaction.
+    #[napi]
+    pub fn query<'env>(
+        &self,
+        env: &'env Env,
+        text: String,
+        params: Option<Vec<Unknown>>,
+    ) -> napi::Result<PromiseRaw<'env, UserRows>> {
+        let sql = params::render(&text, &convert_params(params)?)?;
+        let (conn, handle) = (self.conn.clone(), self.handle.clone());
+        env.spawn_future(async move { Ok(NativeTx::run(conn, handle, sql).await?.0) })
+    }
+
+    /// `exec` inside the transaction.
+    #[napi]
+    pub fn exec<'env>(
+        &self,
+        env: &'env Env,
+        text: String,
+        params: Option<Vec<Unknown>>,
+    ) -> napi::Result<PromiseRaw<'env, WriteResult>> {
+        let sql = params::render(&text, &convert_params(params)?)?;
+        let (conn, handle) = (self.conn.clone(), self.handle.clone());
+        env.spawn_future(async move {
+            let (_, affected, insert_id) = NativeTx::run(conn, handle, sql).await?;
+            Ok(WriteResult {
+                affected_rows: affected as f64,
+                insert_id: insert_id as f64,
+            })
+        })
+    }
+
+    /// Commits and returns the connection to the pool.
+    #[napi]
+    pub async fn commit(&self) -> napi::Result<()> {
+        Ok(self.finish("COMMIT").await?)
+    }
+
+    /// Rolls back and returns the connection to the pool.
+    #[napi]
+    pub async fn rollback(&self) -> napi::Result<()> {
+        Ok(self.finish("ROLLBACK").await?)
+    }
+}
