@@ -89,6 +89,13 @@ function freePort() {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** Resolves true when `promise` settles within `ms`, else false; leaves no timer behind. */
+function within(promise, ms) {
+  let timer;
+  const timeout = new Promise((r) => { timer = setTimeout(() => r(false), ms); });
+  return Promise.race([promise.then(() => true, () => true), timeout]).finally(() => clearTimeout(timer));
+}
+
 function readTail(file, max = 8000) {
   try {
     const s = fs.readFileSync(file, 'utf8');
@@ -251,7 +258,7 @@ async function launch(s, bins) {
     : `mariadbd did not accept connections within ${READY_TIMEOUT_MS / 1000}s (last error: ${lastErr && lastErr.message})`;
   if (!exitedEarly) {
     try { process.kill(proc.pid, 'SIGKILL'); } catch {}
-    await Promise.race([s.exited, sleep(5000)]);
+    await within(s.exited, 5000);
   }
   const err = new Error(
     `${why}\n--- ${s.errLog} ---\n${readTail(s.errLog)}` + (stderr ? `\n--- stderr ---\n${stderr}` : ''),
@@ -265,10 +272,9 @@ async function halt(s, { hard = false } = {}) {
   const proc = s.proc;
   if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
   try { process.kill(proc.pid, hard ? 'SIGKILL' : 'SIGTERM'); } catch {}
-  const done = await Promise.race([s.exited.then(() => true), sleep(STOP_TIMEOUT_MS).then(() => false)]);
-  if (!done) {
+  if (!(await within(s.exited, STOP_TIMEOUT_MS))) {
     try { process.kill(proc.pid, 'SIGKILL'); } catch {}
-    await Promise.race([s.exited, sleep(5000)]);
+    await within(s.exited, 5000);
   }
 }
 

@@ -1,0 +1,306 @@
+// Types of iterativeflow-mysql-native: a drop-in for @iterativeflow/mysql 2.0.0-alpha.2.
+// The shapes mirror the iterativeflow core `Backend` contract structurally, so a value of
+// `MysqlBackend` can be passed wherever core expects a `Backend`.
+
+/// <reference types="node" />
+
+// ---- SQL surface ---------------------------------------------------------------------------
+
+/** What a write reports (found-rows semantics: an UPDATE counts matched rows). */
+export interface WriteResult {
+  affectedRows: number;
+  insertId: number;
+}
+
+/** A bound SQL parameter; arrays expand to `?, ?, …` (nested arrays to `(…), (…)`). */
+export type SqlParam = string | number | bigint | boolean | null | undefined | Date | Buffer | readonly SqlParam[];
+
+/**
+ * The minimal SQL surface the backend needs. `mysqlPool()` returns the native implementation;
+ * any object with these three methods (e.g. a logging wrapper) is accepted by
+ * `createMysqlBackend` too.
+ */
+export interface Sql {
+  query<R = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<R[]>;
+  exec(text: string, params?: readonly unknown[]): Promise<WriteResult>;
+  tx<T>(fn: (t: Sql) => Promise<T>): Promise<T>;
+}
+
+/** TLS settings. `true` = encrypt without verifying the certificate. */
+export interface SslOptions {
+  /** PEM text of the CA certificate(s) to trust. */
+  ca?: string | Buffer | readonly string[];
+  /** Path of a PEM CA bundle to trust. */
+  caPath?: string;
+  /** Verify the certificate chain (default true when an object is given). */
+  rejectUnauthorized?: boolean;
+  /** Verify that the certificate names the host (default: same as rejectUnauthorized). */
+  verifyIdentity?: boolean;
+}
+
+/** Connection options for `mysqlPool`. */
+export interface PoolOptions {
+  /** A `mysql://user:password@host:port/database?…` URL; explicit fields override it. */
+  url?: string;
+  host?: string;
+  port?: number;
+  user?: string;
+  password?: string;
+  database?: string;
+  socketPath?: string;
+  /** Maximum open connections (default 10). */
+  connectionLimit?: number;
+  /** Maximum wait for a connection (checkout, or connect + handshake), ms (default 10 000). */
+  acquireTimeoutMs?: number;
+  /** Prepared-statement cache per connection (default 64). */
+  statementCacheSize?: number;
+  ssl?: boolean | SslOptions;
+}
+
+/** Counters kept by the native pool. */
+export interface PoolStats {
+  /** Round trips sent by the backend's executors. */
+  roundTrips: number;
+  /** Transactions re-run after a deadlock or lock-wait timeout. */
+  deadlockRetries: number;
+}
+
+/** The native pool returned by `mysqlPool`. */
+export interface NativeSql extends Sql {
+  /** Waits for in-flight work, closes every connection; later calls reject. */
+  close(): Promise<void>;
+  readonly closed: boolean;
+  stats(): PoolStats;
+}
+
+/** Anything `mysqlPool` can read connection settings from: a mysql2 pool, a URL, or options. */
+export type PoolSource = string | PoolOptions | { config: { connectionConfig: object } } | { pool: { config: { connectionConfig: object } } };
+
+export declare function mysqlPool(source: PoolSource): NativeSql;
+
+// ---- schema --------------------------------------------------------------------------------
+
+/** The six `CREATE TABLE IF NOT EXISTS` statements (run, step, job, timer, signal, cron). */
+export declare function ddl(prefix?: string): string[];
+/** Applies `ddl(prefix)` statement by statement; idempotent. */
+export declare function applySchema(sql: Sql, prefix?: string): Promise<void>;
+/** Back-quoted table names for a prefix. */
+export declare function tables(prefix: string): {
+  run: string;
+  step: string;
+  job: string;
+  timer: string;
+  signal: string;
+  cron: string;
+};
+
+// ---- backend contract ----------------------------------------------------------------------
+
+export type RunStatus =
+  | 'pending'
+  | 'running'
+  | 'sleeping'
+  | 'awaiting_signal'
+  | 'awaiting_child'
+  | 'retrying'
+  | 'done'
+  | 'failed'
+  | 'canceled';
+export type SuspendStatus = 'sleeping' | 'awaiting_signal' | 'awaiting_child' | 'retrying';
+export type StepStatus = 'ok';
+
+export interface FlowError {
+  code: string;
+  message: string;
+  stack?: string;
+}
+export interface RunSpec {
+  name: string;
+  version: number;
+  input: unknown;
+  idempotencyKey?: string;
+  tags?: readonly string[];
+  parentRunId?: string;
+  parentCursorKey?: string;
+  depth?: number;
+  createdAt?: Date;
+}
+export interface StartResult {
+  runId: string;
+  created: boolean;
+  status: RunStatus;
+}
+export interface RunRow {
+  id: string;
+  name: string;
+  version: number;
+  status: RunStatus;
+  input: unknown;
+  attempts: number;
+  output?: unknown;
+  error?: FlowError;
+  idempotencyKey?: string;
+  tags?: readonly string[];
+  parentRunId?: string;
+  parentCursorKey?: string;
+  depth?: number;
+  createdAt?: Date;
+}
+export interface StepOutcome {
+  status: StepStatus;
+  result?: unknown;
+  error?: FlowError;
+  attempts: number;
+  shape?: string;
+}
+export interface StepCheckpoint extends StepOutcome {
+  runId: string;
+  cursorKey: string;
+}
+export interface DeliveredSignal {
+  id: string;
+  name: string;
+  payload: unknown;
+}
+export interface RunSnapshot {
+  run: RunRow;
+  steps: ReadonlyMap<string, StepOutcome>;
+  signals: readonly DeliveredSignal[];
+}
+export interface RunFilter {
+  status?: RunStatus | readonly RunStatus[];
+  name?: string;
+  tag?: string;
+}
+export interface Page {
+  limit: number;
+  cursor?: string;
+}
+export interface RunPage {
+  runs: readonly RunRow[];
+  cursor?: string;
+}
+export interface CronSpec {
+  name: string;
+  schedule: string;
+  flowName: string;
+  flowVersion: number;
+  input?: unknown;
+  overlap?: 'allow' | 'skip';
+  nextRunAt: Date;
+}
+export interface CronRow {
+  name: string;
+  schedule: string;
+  flowName: string;
+  flowVersion: number;
+  input: unknown;
+  overlap: 'allow' | 'skip';
+  nextRunAt: Date;
+  lastRunAt?: Date;
+}
+export type TerminalOutcome =
+  | { status: 'done'; output: unknown }
+  | { status: 'failed'; error: FlowError }
+  | { status: 'canceled'; error?: FlowError };
+export interface EnqueueOpts {
+  runAt?: Date;
+  priority?: number;
+}
+export interface ClaimOpts {
+  limit: number;
+  leaseMs: number;
+  now?: Date;
+}
+export interface Lease {
+  runId: string;
+  token: string;
+  expiresAt: Date;
+  version: number;
+}
+export interface QueueDepth {
+  claimable: number;
+  leased: number;
+  oldestClaimableAgeMs: number | null;
+}
+export interface TimerDueOpts {
+  now?: Date;
+  limit: number;
+}
+export interface SpawnRequest {
+  runId: string;
+  spec: RunSpec;
+  enqueue?: EnqueueOpts;
+}
+export interface EnqueueRequest {
+  runId: string;
+  opts?: EnqueueOpts;
+}
+export interface TimerRequest {
+  runId: string;
+  fireAt: Date;
+}
+export interface Outbox {
+  spawn?: readonly SpawnRequest[];
+  enqueue?: readonly EnqueueRequest[];
+  timers?: readonly TimerRequest[];
+  cancelTimers?: readonly string[];
+  consumeSignals?: readonly string[];
+  joinTarget?: { runId: string; count: number };
+}
+
+export interface Store {
+  startRun(spec: RunSpec): Promise<StartResult>;
+  startManyRuns(specs: readonly RunSpec[]): Promise<StartResult[]>;
+  loadRun(runId: string): Promise<RunSnapshot | undefined>;
+  loadRunRow(runId: string): Promise<RunRow | undefined>;
+  loadRunRows(runIds: readonly string[]): Promise<(RunRow | undefined)[]>;
+  arriveAtJoin(parentRunId: string): Promise<number | undefined>;
+  postSignal(runId: string, name: string, payload: unknown, opts?: { idempotencyKey?: string }): Promise<{ delivered: boolean }>;
+  markRunning(runId: string): Promise<number>;
+  checkpointStep(c: StepCheckpoint, fx?: Outbox): Promise<StepOutcome>;
+  suspendRun(runId: string, status: SuspendStatus, fx?: Outbox): Promise<void>;
+  markTerminal(runId: string, outcome: TerminalOutcome, fx?: Outbox): Promise<void>;
+  listRuns(filter: RunFilter, page: Page): Promise<RunPage>;
+  childrenOf(runId: string): Promise<RunRow[]>;
+  runStats(): Promise<Record<RunStatus, number>>;
+  orphanedRuns(limit: number): Promise<string[]>;
+  deleteRunsOlderThan(before: Date, limit: number): Promise<number>;
+  retryRun(runId: string): Promise<{ retried: boolean }>;
+  upsertCron(spec: CronSpec): Promise<void>;
+  dueCrons(now: Date, limit: number): Promise<CronRow[]>;
+  advanceCron(name: string, expectedNextRunAt: Date, nextRunAt: Date, lastRunAt: Date): Promise<boolean>;
+}
+export interface Queue {
+  enqueue(runId: string, opts?: EnqueueOpts): Promise<void>;
+  claim(opts: ClaimOpts): Promise<Lease[]>;
+  heartbeat(lease: Lease, opts: { leaseMs: number; now?: Date }): Promise<Lease>;
+  ack(lease: Lease, opts?: { now?: Date }): Promise<void>;
+  depth(now: Date): Promise<QueueDepth>;
+}
+export interface Timer {
+  schedule(runId: string, fireAt: Date): Promise<void>;
+  dueBatch(opts: TimerDueOpts): Promise<string[]>;
+  cancel(runId: string): Promise<void>;
+}
+export interface Wakeup {
+  wait(runId: string, timeoutMs: number): Promise<void>;
+  signal(runId: string): Promise<void>;
+}
+export interface MysqlBackend {
+  readonly store: Store;
+  readonly queue: Queue;
+  readonly timer: Timer;
+  readonly wakeup: Wakeup;
+}
+
+/** Id generator for runs, signals and lease tokens (default: RFC-4122 v4 UUIDs). */
+export type IdGen = () => string;
+export interface MysqlBackendOpts {
+  /** Table-name prefix (letters, digits, underscore). Default none. */
+  prefix?: string;
+  id?: IdGen;
+}
+
+/** The four ports over one database. Throws synchronously on a bad prefix. */
+export declare function createMysqlBackend(sql: Sql, opts?: MysqlBackendOpts): MysqlBackend;
