@@ -178,7 +178,7 @@ function createMysqlBackend(sql, opts = {}) {
   let run;
   if (native) {
     nb = binding.NativeBackend.native(native, prefix);
-    run = (_tx, method, args) => nb[method](...args);
+    run = (_tx, method, args) => sql.track(() => nb[method](...args));
   } else {
     if (!sql || typeof sql.query !== 'function' || typeof sql.exec !== 'function' || typeof sql.tx !== 'function') {
       throw new TypeError('createMysqlBackend: sql must be mysqlPool(...) or an object with query, exec and tx');

@@ -6,7 +6,8 @@ const MAX_KEY = 191; // VARCHAR(191) columns
 
 function str(v, name) {
   if (typeof v !== 'string') throw new TypeError(`${name} must be a string, got ${typeName(v)}`);
-  if (v.length > MAX_KEY) throw new RangeError(`${name} is longer than ${MAX_KEY} characters`);
+  // VARCHAR(191) counts characters (code points); UTF-16 length over-counts astral ones.
+  if (v.length > MAX_KEY && [...v].length > MAX_KEY) throw new RangeError(`${name} is longer than ${MAX_KEY} characters`);
   if (!v.isWellFormed()) throw new TypeError(`${name} contains a lone UTF-16 surrogate`);
   return v;
 }

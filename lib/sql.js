@@ -145,6 +145,25 @@ function paramsOf(params) {
   return params;
 }
 
+/** Native argument errors (napi status InvalidArg) surface as TypeError, like the JS checks. */
+function typed(e) {
+  if (e && e.code === 'InvalidArg' && !(e instanceof TypeError)) {
+    const t = new TypeError(e.message);
+    t.code = 'InvalidArg';
+    return t;
+  }
+  return e;
+}
+
+/** Calls `fn`, turning a synchronous throw into a rejected promise. */
+function settle(fn) {
+  try {
+    return fn();
+  } catch (e) {
+    return Promise.reject(typed(e));
+  }
+}
+
 function checkText(text) {
   if (typeof text !== 'string') throw new TypeError('text must be a SQL string');
 }
@@ -153,12 +172,16 @@ function checkText(text) {
 function txSql(tx) {
   const self = {
     query(text, params) {
-      checkText(text);
-      return tx.query(text, paramsOf(params));
+      return settle(() => {
+        checkText(text);
+        return tx.query(text, paramsOf(params));
+      });
     },
     exec(text, params) {
-      checkText(text);
-      return tx.exec(text, paramsOf(params));
+      return settle(() => {
+        checkText(text);
+        return tx.exec(text, paramsOf(params));
+      });
     },
     tx(fn) {
       return Promise.resolve().then(() => fn(self));
@@ -169,65 +192,106 @@ function txSql(tx) {
 
 /** A native pool behind the `Sql` interface. */
 class MysqlSql {
+  #native;
+  #inflight = 0;
+  #closing = null;
+  #onIdle = null;
+
   constructor(native) {
+    this.#native = native;
     Object.defineProperty(this, NATIVE, { value: native });
   }
-  query(text, params) {
+
+  /**
+   * Runs `start()` (which returns a promise) as tracked in-flight work: `close()` waits for it.
+   * Rejects at once after `close()` was called.
+   */
+  track(start) {
+    if (this.#closing) return Promise.reject(new Error('this Sql pool is closed (close() was called)'));
+    let p;
     try {
-      checkText(text);
-      return this[NATIVE].query(text, paramsOf(params));
+      p = start();
     } catch (e) {
-      return Promise.reject(e);
+      return Promise.reject(typed(e));
     }
+    this.#inflight++;
+    return p.finally(() => {
+      if (--this.#inflight === 0 && this.#onIdle) this.#onIdle();
+    });
+  }
+
+  query(text, params) {
+    return this.track(() => {
+      checkText(text);
+      return this.#native.query(text, paramsOf(params));
+    });
   }
   exec(text, params) {
-    try {
+    return this.track(() => {
       checkText(text);
-      return this[NATIVE].exec(text, paramsOf(params));
-    } catch (e) {
-      return Promise.reject(e);
-    }
+      return this.#native.exec(text, paramsOf(params));
+    });
   }
-  async tx(fn) {
-    if (typeof fn !== 'function') throw new TypeError('tx: fn must be a function');
-    const tx = await this[NATIVE].begin();
-    let out;
-    try {
-      out = await fn(txSql(tx));
-    } catch (e) {
-      await tx.rollback().catch(() => undefined);
-      throw e;
-    }
-    await tx.commit();
-    return out;
+  tx(fn) {
+    if (typeof fn !== 'function') return Promise.reject(new TypeError('tx: fn must be a function'));
+    return this.track(async () => {
+      const tx = await this.#native.begin();
+      let out;
+      try {
+        out = await fn(txSql(tx));
+      } catch (e) {
+        await tx.rollback().catch(() => undefined);
+        throw e;
+      }
+      await tx.commit();
+      return out;
+    });
   }
-  /** Waits for in-flight work, closes all connections; later calls reject. */
+  /** Refuses new calls, waits for in-flight work (queries, transactions, backend calls), then
+   * closes every connection. Calling it again returns the same promise. */
   close() {
-    return this[NATIVE].close();
+    if (!this.#closing) {
+      this.#closing = (async () => {
+        if (this.#inflight > 0) await new Promise((resolve) => (this.#onIdle = resolve));
+        await this.#native.close();
+      })();
+    }
+    return this.#closing;
   }
   get closed() {
-    return this[NATIVE].closed;
+    return this.#closing !== null;
   }
   /** `{ roundTrips, deadlockRetries }` counted by the backend executors. */
   stats() {
-    return this[NATIVE].stats();
+    return this.#native.stats();
   }
   [inspect.custom]() {
-    return this[NATIVE].describe();
+    return this.#native.describe();
+  }
+  toString() {
+    return this.#native.describe();
   }
   toJSON() {
-    return this[NATIVE].describe();
+    return this.#native.describe();
   }
 }
 
 /** `mysqlPool(x)`: x is a mysql2 Pool, a mysql:// URL, or an options object. */
 function mysqlPool(x) {
   const cfg = configOf(x);
-  return new MysqlSql(new binding.NativeSql(cfg));
+  try {
+    return new MysqlSql(new binding.NativeSql(cfg));
+  } catch (e) {
+    throw typed(e);
+  }
 }
 
 function nativeOf(sql) {
   return sql instanceof MysqlSql ? sql[NATIVE] : undefined;
 }
 
-module.exports = { mysqlPool, MysqlSql, nativeOf, configOf };
+function isNative(sql) {
+  return sql instanceof MysqlSql;
+}
+
+module.exports = { mysqlPool, MysqlSql, nativeOf, isNative, configOf, typed };

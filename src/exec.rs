@@ -82,18 +82,16 @@ pub const MAX_TX_ATTEMPTS: u32 = 8;
 impl PoolHandle {
     /// Checks out a connection, bounded by the acquire timeout.
     pub async fn acquire(&self) -> Result<Conn> {
-        match tokio::time::timeout(self.acquire_timeout, self.pool.get_conn()).await {
-            Ok(Ok(mut conn)) => {
-                if self.max_packet.load(Ordering::Relaxed) == 0 {
-                    let max: Option<u64> = conn
-                        .query_first("SELECT @@max_allowed_packet")
-                        .await
-                        .map_err(Error::from)?;
-                    self.max_packet
-                        .store(max.unwrap_or(u64::MAX), Ordering::Relaxed);
-                }
-                Ok(conn)
+        let checkout = async {
+            let mut conn = self.pool.get_conn().await?;
+            if self.max_packet.load(Ordering::Relaxed) == 0 {
+                let max: Option<u64> = conn.query_first("SELECT @@max_allowed_packet").await?;
+                self.max_packet.store(max.unwrap_or(u64::MAX), Ordering::Relaxed);
             }
+            Ok::<Conn, mysql_async::Error>(conn)
+        };
+        match tokio::time::timeout(self.acquire_timeout, checkout).await {
+            Ok(Ok(conn)) => Ok(conn),
             Ok(Err(e)) => Err(self.redact(e.into())),
             Err(_) => Err(Error::Connection(format!(
                 "timed out after {} ms waiting for a connection (acquireTimeoutMs)",
@@ -133,7 +131,7 @@ impl PoolHandle {
 }
 
 /// Renders statements into one multi-statement text.
-fn render(prefix: Option<&str>, stmts: &[Stmt], suffix: Option<&str>) -> Result<String> {
+fn render(prefix: Option<&str>, stmts: &[Stmt], suffix: Option<&str>, mode: literal::Escaping) -> Result<String> {
     let size: usize = stmts.iter().map(|s| s.text.len() + 16 * s.params.len()).sum();
     let mut text = String::with_capacity(size + 32);
     if let Some(p) = prefix {
@@ -143,7 +141,7 @@ fn render(prefix: Option<&str>, stmts: &[Stmt], suffix: Option<&str>) -> Result<
         if !text.is_empty() {
             text.push(';');
         }
-        literal::interpolate(&s.text, &s.params, &mut text).map_err(Error::Invalid)?;
+        literal::interpolate(&s.text, &s.params, &mut text, mode).map_err(Error::Invalid)?;
     }
     if let Some(sfx) = suffix {
         if !text.is_empty() {
@@ -190,7 +188,8 @@ impl NativeExec<'_> {
             return Ok(Vec::new());
         }
         let n = stmts.len();
-        let text = render(begin.then_some("BEGIN"), &stmts, commit.then_some("COMMIT"))?;
+        let mode = literal::escaping_of(self.conn);
+        let text = render(begin.then_some("BEGIN"), &stmts, commit.then_some("COMMIT"), mode)?;
         let max = self.handle.max_packet.load(Ordering::Relaxed);
         if max > 0 && text.len() as u64 + 64 > max {
             return Err(Error::Invalid(format!(

@@ -1,13 +1,34 @@
 //! Client-side rendering of `?` placeholders into SQL literals.
 //!
 //! The backend sends whole transactions as one multi-statement text query (one round trip), which
-//! the binary protocol cannot do, so values are rendered as literals here. Rendering is
-//! injection-proof by construction: strings holding a backslash or NUL become `_utf8mb4 X'…'` hex
-//! literals (immune to `NO_BACKSLASH_ESCAPES`), all others are single-quoted with `'` doubled,
-//! which both SQL modes read the same way.
+//! the binary protocol cannot do, so values are rendered as literals here. Rendering follows the
+//! connection's current `NO_BACKSLASH_ESCAPES` state (read from the server's last status flags),
+//! so escaping is exact either way; when the state is unknown, strings holding a backslash or NUL
+//! become `_utf8mb4 X'…'` hex literals, which both modes read the same way.
 
-use mysql_async::Value;
+use mysql_async::consts::StatusFlags;
+use mysql_async::{Conn, Value};
 use std::fmt::Write as _;
+
+/// How the server on this connection reads backslashes inside string literals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Escaping {
+    /// Default SQL mode: backslash is an escape character.
+    Backslash,
+    /// `NO_BACKSLASH_ESCAPES`: backslash is an ordinary character.
+    Literal,
+    /// Not known: avoid relying on either reading.
+    Unknown,
+}
+
+/// The escaping mode of `conn`, from the status flags of its last OK packet.
+pub fn escaping_of(conn: &Conn) -> Escaping {
+    match conn.last_ok_packet() {
+        Some(ok) if ok.status_flags().contains(StatusFlags::SERVER_STATUS_NO_BACKSLASH_ESCAPES) => Escaping::Literal,
+        Some(_) => Escaping::Backslash,
+        None => Escaping::Unknown,
+    }
+}
 
 /// Byte offsets of every `?` placeholder outside quotes and comments.
 pub fn placeholder_offsets(sql: &str) -> Vec<usize> {
@@ -59,7 +80,7 @@ pub fn placeholder_offsets(sql: &str) -> Vec<usize> {
 }
 
 /// Appends `v` to `out` as a SQL literal.
-pub fn push_literal(out: &mut String, v: &Value) -> Result<(), String> {
+pub fn push_literal(out: &mut String, v: &Value, mode: Escaping) -> Result<(), String> {
     match v {
         Value::NULL => out.push_str("NULL"),
         Value::Int(n) => {
@@ -80,7 +101,7 @@ pub fn push_literal(out: &mut String, v: &Value) -> Result<(), String> {
             }
             let _ = write!(out, "{f:?}");
         }
-        Value::Bytes(bytes) => push_bytes(out, bytes),
+        Value::Bytes(bytes) => push_bytes(out, bytes, mode),
         Value::Date(y, mo, d, h, mi, s, us) => {
             let _ = write!(out, "'{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}.{us:06}'");
         }
@@ -93,15 +114,34 @@ pub fn push_literal(out: &mut String, v: &Value) -> Result<(), String> {
     Ok(())
 }
 
-fn push_bytes(out: &mut String, bytes: &[u8]) {
-    let plain = std::str::from_utf8(bytes)
-        .ok()
-        .filter(|s| !s.contains(['\\', '\0']));
-    match plain {
-        Some(s) => {
-            out.reserve(s.len() + 2);
+fn push_bytes(out: &mut String, bytes: &[u8], mode: Escaping) {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return push_hex(out, bytes, false);
+    };
+    match mode {
+        Escaping::Backslash => {
+            out.reserve(text.len() + 2);
             out.push('\'');
-            for ch in s.chars() {
+            for ch in text.chars() {
+                match ch {
+                    '\'' => out.push_str("\\'"),
+                    '\\' => out.push_str("\\\\"),
+                    '\0' => out.push_str("\\0"),
+                    '\n' => out.push_str("\\n"),
+                    '\r' => out.push_str("\\r"),
+                    '\u{1a}' => out.push_str("\\Z"),
+                    c => out.push(c),
+                }
+            }
+            out.push('\'');
+        }
+        Escaping::Literal | Escaping::Unknown if text.contains('\0') || (mode == Escaping::Unknown && text.contains('\\')) => {
+            push_hex(out, bytes, true)
+        }
+        _ => {
+            out.reserve(text.len() + 2);
+            out.push('\'');
+            for ch in text.chars() {
                 if ch == '\'' {
                     out.push('\'');
                 }
@@ -109,22 +149,22 @@ fn push_bytes(out: &mut String, bytes: &[u8]) {
             }
             out.push('\'');
         }
-        None => {
-            let utf8 = std::str::from_utf8(bytes).is_ok();
-            out.push_str(if utf8 { "_utf8mb4 X'" } else { "X'" });
-            const HEX: &[u8; 16] = b"0123456789ABCDEF";
-            out.reserve(bytes.len() * 2 + 1);
-            for byte in bytes {
-                out.push(HEX[(byte >> 4) as usize] as char);
-                out.push(HEX[(byte & 15) as usize] as char);
-            }
-            out.push('\'');
-        }
     }
 }
 
+fn push_hex(out: &mut String, bytes: &[u8], utf8: bool) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    out.push_str(if utf8 { "_utf8mb4 X'" } else { "X'" });
+    out.reserve(bytes.len() * 2 + 1);
+    for byte in bytes {
+        out.push(HEX[(byte >> 4) as usize] as char);
+        out.push(HEX[(byte & 15) as usize] as char);
+    }
+    out.push('\'');
+}
+
 /// Renders `sql` with each `?` replaced by the matching parameter's literal.
-pub fn interpolate(sql: &str, params: &[Value], out: &mut String) -> Result<(), String> {
+pub fn interpolate(sql: &str, params: &[Value], out: &mut String, mode: Escaping) -> Result<(), String> {
     let offsets = placeholder_offsets(sql);
     if offsets.len() != params.len() {
         return Err(format!(
@@ -136,7 +176,7 @@ pub fn interpolate(sql: &str, params: &[Value], out: &mut String) -> Result<(), 
     let mut last = 0;
     for (off, value) in offsets.iter().zip(params) {
         out.push_str(&sql[last..*off]);
-        push_literal(out, value)?;
+        push_literal(out, value, mode)?;
         last = off + 1;
     }
     out.push_str(&sql[last..]);
@@ -162,8 +202,12 @@ mod tests {
     use super::*;
 
     fn render(sql: &str, params: &[Value]) -> String {
+        render_in(sql, params, Escaping::Unknown)
+    }
+
+    fn render_in(sql: &str, params: &[Value], mode: Escaping) -> String {
         let mut out = String::new();
-        interpolate(sql, params, &mut out).unwrap();
+        interpolate(sql, params, &mut out, mode).unwrap();
         out
     }
 
@@ -188,6 +232,14 @@ mod tests {
     }
 
     #[test]
+    fn escapes_per_connection_mode() {
+        let v = [Value::from("a\\'b\0")];
+        assert_eq!(render_in("?", &v, Escaping::Backslash), "'a\\\\\\'b\\0'");
+        assert_eq!(render_in("?", &[Value::from("a\\'b")], Escaping::Literal), "'a\\''b'");
+        assert_eq!(render_in("?", &v, Escaping::Literal), "_utf8mb4 X'615C276200'");
+    }
+
+    #[test]
     fn renders_numbers_and_null() {
         let s = render(
             "?,?,?,?",
@@ -200,13 +252,13 @@ mod tests {
         );
         assert_eq!(s, "-3,7,0.5,NULL");
         let mut out = String::new();
-        assert!(interpolate("?", &[Value::Double(f64::NAN)], &mut out).is_err());
+        assert!(interpolate("?", &[Value::Double(f64::NAN)], &mut out, Escaping::Backslash).is_err());
     }
 
     #[test]
     fn counts_must_match() {
         let mut out = String::new();
-        assert!(interpolate("? ?", &[Value::Int(1)], &mut out).is_err());
+        assert!(interpolate("? ?", &[Value::Int(1)], &mut out, Escaping::Backslash).is_err());
     }
 
     #[test]

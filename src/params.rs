@@ -4,7 +4,7 @@
 //! anything the SQL layer cannot carry is refused with an error naming the parameter.
 
 use crate::error::{Error, Result};
-use crate::literal::{placeholder_offsets, push_literal};
+use crate::literal::{placeholder_offsets, push_literal, Escaping};
 use mysql_async::Value;
 use napi::bindgen_prelude::*;
 use napi::{sys, JsValue, ValueType};
@@ -128,8 +128,20 @@ pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+/// Checks that `sql` has one placeholder per parameter (done synchronously, before any I/O).
+pub fn check_count(sql: &str, params: &[Param]) -> Result<()> {
+    let n = placeholder_offsets(sql).len();
+    if n != params.len() {
+        return Err(Error::Invalid(format!(
+            "params: the statement has {n} placeholders but {} parameters were given",
+            params.len()
+        )));
+    }
+    Ok(())
+}
+
 /// Renders `sql` with parameters inlined as literals (lists expanded), ready for the text protocol.
-pub fn render(sql: &str, params: &[Param]) -> Result<String> {
+pub fn render(sql: &str, params: &[Param], mode: Escaping) -> Result<String> {
     let offsets = placeholder_offsets(sql);
     if offsets.len() != params.len() {
         return Err(Error::Invalid(format!(
@@ -142,16 +154,16 @@ pub fn render(sql: &str, params: &[Param]) -> Result<String> {
     let mut last = 0;
     for (off, p) in offsets.iter().zip(params) {
         out.push_str(&sql[last..*off]);
-        push_param(&mut out, p)?;
+        push_param(&mut out, p, mode)?;
         last = off + 1;
     }
     out.push_str(&sql[last..]);
     Ok(out)
 }
 
-fn push_param(out: &mut String, p: &Param) -> Result<()> {
+fn push_param(out: &mut String, p: &Param, mode: Escaping) -> Result<()> {
     match p {
-        Param::One(v) => push_literal(out, v).map_err(Error::Invalid),
+        Param::One(v) => push_literal(out, v, mode).map_err(Error::Invalid),
         Param::List(items) if items.is_empty() => {
             out.push_str("NULL");
             Ok(())
@@ -163,10 +175,10 @@ fn push_param(out: &mut String, p: &Param) -> Result<()> {
                 }
                 if let Param::List(_) = item {
                     out.push('(');
-                    push_param(out, item)?;
+                    push_param(out, item, mode)?;
                     out.push(')');
                 } else {
-                    push_param(out, item)?;
+                    push_param(out, item, mode)?;
                 }
             }
             Ok(())
@@ -192,11 +204,11 @@ mod tests {
             Param::One(Value::Int(1)),
             Param::One(Value::from("a")),
         ])];
-        assert_eq!(render("x IN (?)", &p).unwrap(), "x IN (1, 'a')");
+        assert_eq!(render("x IN (?)", &p, Escaping::Backslash).unwrap(), "x IN (1, 'a')");
         let rows = vec![Param::List(vec![
             Param::List(vec![Param::One(Value::Int(1)), Param::One(Value::Int(2))]),
             Param::List(vec![Param::One(Value::Int(3)), Param::One(Value::Int(4))]),
         ])];
-        assert_eq!(render("VALUES ?", &rows).unwrap(), "VALUES (1, 2), (3, 4)");
+        assert_eq!(render("VALUES ?", &rows, Escaping::Backslash).unwrap(), "VALUES (1, 2), (3, 4)");
     }
 }

@@ -60,7 +60,7 @@ pub async fn claim<E: Exec>(
             Some(id) => id.clone(),
             None => uuid::Uuid::new_v4().to_string(),
         };
-        let token = format!("{first_half}:{run_id}");
+        let token = lease_token(&first_half, &run_id);
         case.push_str(" WHEN ? THEN ?");
         params.push(s(&run_id));
         params.push(s(&token));
@@ -93,6 +93,17 @@ pub async fn claim<E: Exec>(
     }
     j.close_arr();
     Ok(j.finish())
+}
+
+/// `<id>:<runId>`, cut to the column's 191 characters: the id half alone keeps tokens unique, so
+/// a long run id must not make its lease unwritable (which would wedge every later claim).
+fn lease_token(first_half: &str, run_id: &str) -> String {
+    const MAX: usize = 191;
+    let mut token = format!("{first_half}:{run_id}");
+    if let Some((cut, _)) = token.char_indices().nth(MAX) {
+        token.truncate(cut);
+    }
+    token
 }
 
 /// §4.3 — extend a live lease; a lost or expired lease is an error.
@@ -185,4 +196,18 @@ pub async fn depth<E: Exec>(e: &mut E, t: &Tables, now: i64) -> Result<String> {
     }
     j.close_obj();
     Ok(j.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lease_token;
+
+    #[test]
+    fn lease_tokens_fit_the_column() {
+        assert_eq!(lease_token("abc", "r1"), "abc:r1");
+        let long = "é".repeat(191);
+        let t = lease_token("0123", &long);
+        assert_eq!(t.chars().count(), 191);
+        assert!(t.starts_with("0123:é"));
+    }
 }

@@ -7,6 +7,7 @@
 use crate::config::{self, PoolConfig};
 use crate::error::{Error, Result};
 use crate::exec::PoolHandle;
+use crate::literal;
 use crate::params::{self, Param};
 use crate::rows::UserRows;
 use mysql_async::prelude::*;
@@ -51,17 +52,16 @@ fn convert_params(params: Option<Vec<Unknown>>) -> Result<Vec<Param>> {
 }
 
 /// Runs one user statement text and returns the first result set.
-async fn run_text(conn: &mut Conn, text: String) -> Result<(UserRows, u64, u64)> {
+async fn run_text(conn: &mut Conn, sql: &str, params: &[Param]) -> Result<(UserRows, u64, u64)> {
+    let text = params::render(sql, params, literal::escaping_of(conn))?;
     let mut result = conn.query_iter(text).await?;
     let columns = result.columns();
     let affected = result.affected_rows();
     let insert_id = result.last_insert_id().unwrap_or(0);
     let rows: Vec<Row> = result.collect().await?;
-    // Later result sets of a multi-statement text are read and discarded.
-    while !result.is_empty() {
-        let _: Vec<Row> = result.collect().await?;
-    }
-    drop(result);
+    // Later result sets of a multi-statement text are read and discarded; an error in any of
+    // them rejects the call (as with mysql2) instead of surfacing on the next statement.
+    result.drop_result().await?;
     Ok((UserRows::new(columns, rows), affected, insert_id))
 }
 
@@ -119,11 +119,12 @@ impl NativeSql {
         params: Option<Vec<Unknown>>,
     ) -> napi::Result<PromiseRaw<'env, UserRows>> {
         self.ensure_open()?;
-        let sql = params::render(&text, &convert_params(params)?)?;
+        let params = convert_params(params)?;
+        params::check_count(&text, &params)?;
         let handle = self.handle.clone();
         env.spawn_future(async move {
             let mut conn = handle.acquire().await?;
-            let (rows, _, _) = run_text(&mut conn, sql)
+            let (rows, _, _) = run_text(&mut conn, &text, &params)
                 .await
                 .map_err(|e| handle.redact(e))?;
             Ok(rows)
@@ -139,11 +140,12 @@ impl NativeSql {
         params: Option<Vec<Unknown>>,
     ) -> napi::Result<PromiseRaw<'env, WriteResult>> {
         self.ensure_open()?;
-        let sql = params::render(&text, &convert_params(params)?)?;
+        let params = convert_params(params)?;
+        params::check_count(&text, &params)?;
         let handle = self.handle.clone();
         env.spawn_future(async move {
             let mut conn = handle.acquire().await?;
-            let (_, affected, insert_id) = run_text(&mut conn, sql)
+            let (_, affected, insert_id) = run_text(&mut conn, &text, &params)
                 .await
                 .map_err(|e| handle.redact(e))?;
             Ok(WriteResult {
@@ -215,12 +217,13 @@ impl NativeTx {
         conn: Arc<Mutex<Option<Conn>>>,
         handle: Arc<PoolHandle>,
         sql: String,
+        params: Vec<Param>,
     ) -> Result<(UserRows, u64, u64)> {
         let mut guard = conn.lock().await;
         let c = guard
             .as_mut()
             .ok_or_else(|| Error::Invalid("this transaction has already finished".into()))?;
-        run_text(c, sql).await.map_err(|e| handle.redact(e))
+        run_text(c, &sql, &params).await.map_err(|e| handle.redact(e))
     }
 
     async fn finish(&self, statement: &str) -> Result<()> {
@@ -246,9 +249,10 @@ impl NativeTx {
         text: String,
         params: Option<Vec<Unknown>>,
     ) -> napi::Result<PromiseRaw<'env, UserRows>> {
-        let sql = params::render(&text, &convert_params(params)?)?;
+        let params = convert_params(params)?;
+        params::check_count(&text, &params)?;
         let (conn, handle) = (self.conn.clone(), self.handle.clone());
-        env.spawn_future(async move { Ok(NativeTx::run(conn, handle, sql).await?.0) })
+        env.spawn_future(async move { Ok(NativeTx::run(conn, handle, text, params).await?.0) })
     }
 
     /// `exec` inside the transaction.
@@ -259,10 +263,11 @@ impl NativeTx {
         text: String,
         params: Option<Vec<Unknown>>,
     ) -> napi::Result<PromiseRaw<'env, WriteResult>> {
-        let sql = params::render(&text, &convert_params(params)?)?;
+        let params = convert_params(params)?;
+        params::check_count(&text, &params)?;
         let (conn, handle) = (self.conn.clone(), self.handle.clone());
         env.spawn_future(async move {
-            let (_, affected, insert_id) = NativeTx::run(conn, handle, sql).await?;
+            let (_, affected, insert_id) = NativeTx::run(conn, handle, text, params).await?;
             Ok(WriteResult {
                 affected_rows: affected as f64,
                 insert_id: insert_id as f64,

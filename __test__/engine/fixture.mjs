@@ -4,11 +4,23 @@
 // sleeping.
 import { before, after, beforeEach } from 'node:test';
 import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
 import { freshDatabase } from '../helpers/db.mjs';
 import { createEngine, isTerminal } from './mini-engine.mjs';
 
 const require = createRequire(import.meta.url);
-export const impl = require('../../index.js');
+
+// The module under test is the package root. ENGINE_IMPL (or CONFORMANCE_IMPL) may name another
+// module with the same surface, e.g. the seed baseline, to check these tests themselves:
+//   ENGINE_IMPL=__test__/conformance/seed-adapter.mjs node __test__/run.mjs __test__/engine
+async function loadImpl() {
+  const target = process.env.ENGINE_IMPL || process.env.CONFORMANCE_IMPL;
+  if (!target) return require('../../index.js');
+  const mod = await import(pathToFileURL(target).href);
+  return mod.default && mod.default.createMysqlBackend ? mod.default : mod;
+}
+
+export const impl = await loadImpl();
 export const { mysqlPool, applySchema, tables, createMysqlBackend } = impl;
 
 export const T = Date.parse('2030-01-01T00:00:00Z');
@@ -177,4 +189,26 @@ export function dropEnqueues(backend, drop) {
       },
     },
   };
+}
+
+/**
+ * A plain JS object implementing `Sql` over another `Sql` (query / exec / tx, tx handle wrapped
+ * too). A backend built on it takes the bridged (non-native-pool) path of createMysqlBackend.
+ * `counter.statements` counts every statement that went through it.
+ */
+export function plainSql(inner, counter = { statements: 0 }) {
+  const make = (target) => ({
+    query(text, params) {
+      counter.statements++;
+      return target.query(text, params);
+    },
+    exec(text, params) {
+      counter.statements++;
+      return target.exec(text, params);
+    },
+    tx(fn) {
+      return target.tx((handle) => fn(make(handle)));
+    },
+  });
+  return make(inner);
 }

@@ -1,0 +1,114 @@
+// Reliability 2 — SQL injection through every string field.
+//
+// Classic injection strings go through names, keys, ids, cursor keys, shapes, signal names, cron
+// names, tags and payloads (see roundtrip.mjs for the full field list), on the native path and on
+// the wrapped (user Sql) path. Each value must round-trip exactly, a bystander run's rows must be
+// untouched, and all six tables (plus a canary table under another prefix) must be intact.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { closeAdmin } from '../helpers/db.mjs';
+import { applySchema, countAll, createMysqlBackend, freshPool, tableNames, TABLES } from './helpers.mjs';
+import { exercise, wrapSql } from './roundtrip.mjs';
+
+after(closeAdmin);
+
+let env;
+before(async () => {
+  env = await freshPool('rel_inject');
+  await applySchema(env.sql, 'canary_');
+});
+after(async () => env && env.close());
+
+const INJECTIONS = [
+  "' OR 1=1 --",
+  "' OR '1'='1",
+  "' OR 1=1 #",
+  "' OR 1=1 /*",
+  '" OR 1=1 --',
+  '"; DROP TABLE run; --',
+  "'; DROP TABLE run; --",
+  "'); DROP TABLE `job`; --",
+  "x'; DELETE FROM `signal`; SELECT '",
+  "x'; UPDATE run SET status='done'; --",
+  "x' UNION SELECT id, name, version FROM run --",
+  "\\'; DROP TABLE step; --",
+  "\\\\'; DROP TABLE step; --",
+  "\\' OR 1=1 --",
+  "\\\\\\' OR '1'='1",
+  "\\",
+  "\\\\",
+  "'\\",
+  "\\0",
+  "\0' OR 1=1 --",
+  "x\0'; DROP TABLE cron; --",
+  "%' OR name LIKE '%",
+  "' AND SLEEP(3) --",
+  "1; SELECT SLEEP(3)",
+  "`; DROP TABLE `timer`; --",
+  "?; DROP TABLE run; -- ?",
+  "' || (SELECT @@version) || '",
+  "0x27204f5220313d31202d2d",
+  "_utf8mb4 X'27' OR 1=1 --",
+  "'\u00bf' OR 1=1 --",
+  "\u02bc OR 1=1 --",
+  "'/**/OR/**/1=1--",
+  "admin'--",
+  "') OR ('a'='a",
+];
+
+test('classic injection strings round-trip through every string field; all tables intact', async (t) => {
+  const canary = createMysqlBackend(env.sql, { prefix: 'canary_' });
+  const sentinel = await canary.store.startRun({ name: 'canary', version: 1, input: { alive: true } });
+  await canary.queue.enqueue(sentinel.runId);
+  const canaryBefore = await countAll(env.sql, 'canary_');
+
+  const plain = createMysqlBackend(env.sql);
+  const wrapped = wrapSql(env.sql);
+  let calls = 0;
+  const t0 = performance.now();
+  for (const v of INJECTIONS) {
+    calls += await exercise(env.sql, plain, (id) => createMysqlBackend(env.sql, { id }), v, `native ${JSON.stringify(v)}`);
+    calls += await exercise(env.sql, plain, (id) => createMysqlBackend(wrapped, { id }), v, `wrapped ${JSON.stringify(v)}`);
+  }
+  const ms = performance.now() - t0;
+  // No SLEEP(3) was ever executed: 2 × 34 full exercises finish far below 3 s each.
+  assert.ok(ms / (INJECTIONS.length * 2) < 3000, 'no injected SLEEP ran');
+
+  const expected = [...TABLES, ...TABLES.map((n) => `canary_${n}`)].sort();
+  assert.deepEqual(await tableNames(env.sql), expected, 'all twelve tables still exist');
+  assert.deepEqual(await countAll(env.sql, 'canary_'), canaryBefore, 'canary tables untouched');
+  const c = await canary.store.loadRunRow(sentinel.runId);
+  assert.deepEqual([c.status, c.input], ['pending', { alive: true }]);
+  t.diagnostic(`injection: ${INJECTIONS.length} strings × every string field × 2 Sql paths = ${calls} port calls; all values exact, 12/12 tables intact`);
+});
+
+test('injection strings in arguments that are not free text are refused by validation', async (t) => {
+  const b = createMysqlBackend(env.sql);
+  let n = 0;
+  for (const v of INJECTIONS) {
+    const probes = [
+      [() => b.store.listRuns({}, { limit: 1, cursor: v }), 'page.cursor'],
+      [() => b.store.listRuns({ status: v }, { limit: 1 }), 'filter.status'],
+      [() => b.store.suspendRun('r', v), 'status'],
+      [() => b.store.markTerminal('r', { status: v }), 'outcome.status'],
+      [() => b.store.checkpointStep({ runId: 'r', cursorKey: 'k', status: v, attempts: 1 }), 'checkpoint.status'],
+      [() => b.store.upsertCron({ name: 'c', schedule: '* * * * *', flowName: 'f', flowVersion: 1, overlap: v, nextRunAt: new Date() }), 'spec.overlap'],
+      [() => b.queue.claim({ limit: v, leaseMs: 1000 }), 'opts.limit'],
+      [() => b.store.orphanedRuns(v), 'limit'],
+      [() => b.store.startRun({ name: 'f', version: v, input: 1 }), 'spec.version'],
+    ];
+    for (const [call, name] of probes) {
+      n++;
+      await assert.rejects(call(), (e) => e instanceof TypeError && e.message.includes(name), `${name} = ${JSON.stringify(v)}`);
+    }
+  }
+  // Strings passed as user query parameters are data, never SQL.
+  for (const v of INJECTIONS) {
+    const [row] = await env.sql.query('SELECT ? AS v, CHAR_LENGTH(?) AS n', [v, v]);
+    assert.equal(row.v, v);
+    assert.equal(Number(row.n), [...v].length);
+    n++;
+  }
+  assert.deepEqual(await tableNames(env.sql), [...TABLES, ...TABLES.map((x) => `canary_${x}`)].sort());
+  t.diagnostic(`injection: ${n} further probes (cursor/status/overlap/limit/version fields refused; user query params stayed data)`);
+});
