@@ -264,7 +264,7 @@ function createMysqlBackend(sql, opts = {}) {
       return Number(await call(true, 'markRunning', () => [c.str(runId, 'runId')]));
     },
     async checkpointStep(cp, fx) {
-      const text = await call(true, 'checkpointStep', () => {
+      const text = await call(fx !== undefined && fx !== null, 'checkpointStep', () => {
         c.obj(cp, 'checkpoint');
         return [
           {
@@ -283,7 +283,7 @@ function createMysqlBackend(sql, opts = {}) {
     },
     suspendRun(runId, status, fx) {
       return none(
-        call(true, 'suspendRun', () => [
+        call(fx !== undefined && fx !== null, 'suspendRun', () => [
           c.str(runId, 'runId'),
           c.oneOf(status, SUSPEND_STATUSES, 'status'),
           outboxOf(fx, 'outbox'),
@@ -292,7 +292,7 @@ function createMysqlBackend(sql, opts = {}) {
     },
     markTerminal(runId, outcome, fx) {
       return none(
-        call(true, 'markTerminal', () => {
+        call(fx !== undefined && fx !== null, 'markTerminal', () => {
           c.obj(outcome, 'outcome');
           const status = c.oneOf(outcome.status, TERMINAL_STATUSES, 'outcome.status');
           const done = status === 'done';

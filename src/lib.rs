@@ -35,3 +35,22 @@ pub fn ddl_js(prefix: Option<String>) -> napi::Result<Vec<String>> {
 pub fn check_prefix(prefix: String) -> napi::Result<()> {
     Ok(schema::check_prefix(&prefix)?)
 }
+
+/// Sizes the tokio runtime napi runs our futures on. Work per call is tiny (render a batch,
+/// one socket round trip), so fewer workers mean fewer cross-thread wake-ups per call;
+/// `IFW_TOKIO_WORKERS` overrides the default of 1.
+#[napi_derive::module_init]
+fn init_runtime() {
+    let workers = std::env::var("IFW_TOKIO_WORKERS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| (1..=64).contains(n))
+        .unwrap_or(1);
+    if let Ok(rt) = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+    {
+        napi::bindgen_prelude::create_custom_tokio_runtime(rt);
+    }
+}

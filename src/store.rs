@@ -363,57 +363,52 @@ pub async fn mark_running<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Resul
     Ok(req_int(&row[0], "attempts")?.to_string())
 }
 
-/// §3.9 — first-writer-wins step insert plus its outbox, in one round trip.
-pub async fn checkpoint_step<E: Exec>(
-    e: &mut E,
-    t: &Tables,
-    c: &CheckpointArg,
-    fx: Option<&OutboxArg>,
-) -> Result<String> {
-    let mut stmts = vec![
-        Stmt::query(format!("SELECT 1 AS ok FROM {} WHERE id = ?", t.run), vec![s(&c.run_id)], &["ok"]),
-        Stmt::exec(
-            format!(
-                "INSERT IGNORE INTO {} (run_id, cursor_key, status, result, error, attempts, shape) SELECT ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE EXISTS (SELECT 1 FROM {} WHERE id = ?)",
-                t.step, t.run
-            ),
-            vec![
-                s(&c.run_id),
-                s(&c.cursor_key),
-                s(&c.status),
-                opt_s(c.result.as_deref()),
-                opt_s(c.error.as_deref()),
-                i(c.attempts),
-                opt_s(c.shape.as_deref()),
-                s(&c.run_id),
-            ],
+/// §3.9 — first-writer-wins step insert plus its outbox, in one round trip. Without an outbox
+/// the unit is two autocommit statements (the insert is atomic on its own); with one, the caller
+/// runs it as a transaction so the outbox commits or rolls back with the step.
+pub async fn checkpoint_step<E: Exec>(e: &mut E, t: &Tables, c: &CheckpointArg, fx: Option<&OutboxArg>) -> Result<String> {
+    let mut stmts = vec![Stmt::exec(
+        format!(
+            "INSERT IGNORE INTO {} (run_id, cursor_key, status, result, error, attempts, shape) \
+             SELECT ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE EXISTS (SELECT 1 FROM {} WHERE id = ?)",
+            t.step, t.run
         ),
-    ];
+        vec![
+            s(&c.run_id),
+            s(&c.cursor_key),
+            s(&c.status),
+            opt_s(c.result.as_deref()),
+            opt_s(c.error.as_deref()),
+            i(c.attempts),
+            opt_s(c.shape.as_deref()),
+            s(&c.run_id),
+        ],
+    )];
     if let Some(fx) = fx {
         stmts.push(capture_won("= 1"));
         stmts.extend(outbox::statements(t, fx));
     }
+    // One row: whether the run exists, and the winning step (NULLs when there is none).
     stmts.push(Stmt::query(
-        format!("SELECT status, result, error, attempts, shape FROM {} WHERE run_id = ? AND cursor_key = ?", t.step),
-        vec![s(&c.run_id), s(&c.cursor_key)],
-        &["status", "result", "error", "attempts", "shape"],
+        format!(
+            "SELECT r.ok, s.status, s.result, s.error, s.attempts, s.shape \
+             FROM (SELECT COUNT(*) AS ok FROM {} WHERE id = ?) r LEFT JOIN {} s ON s.run_id = ? AND s.cursor_key = ?",
+            t.run, t.step
+        ),
+        vec![s(&c.run_id), s(&c.run_id), s(&c.cursor_key)],
+        &["ok", "status", "result", "error", "attempts", "shape"],
     ));
     let mut out = e.batch(stmts, true).await?;
-    if first(&mut out, 0).is_none() {
-        return Err(Error::Contract(format!(
-            "checkpointStep: run {} not found",
-            c.run_id
-        )));
-    }
     let last = out.len() - 1;
-    let row = first(&mut out, last).ok_or_else(|| {
-        Error::Contract(format!(
-            "checkpointStep: step {}/{} vanished after write",
-            c.run_id, c.cursor_key
-        ))
-    })?;
+    let row = first(&mut out, last).ok_or_else(|| Error::Contract("checkpointStep: no result from the step read".into()))?;
+    if int(&row[0]).unwrap_or(0) == 0 {
+        return Err(Error::Contract(format!("checkpointStep: run {} not found", c.run_id)));
+    }
+    if row[1] == Value::NULL {
+        return Err(Error::Contract(format!("checkpointStep: step {}/{} vanished after write", c.run_id, c.cursor_key)));
+    }
     let mut j = JsonOut::new();
-    write_step(&mut j, row);
+    write_step(&mut j, &row[1..]);
     Ok(j.finish())
 }
 

@@ -419,23 +419,41 @@ test('odd Unicode and SQL metacharacters round-trip through every string field (
   t.diagnostic(`unicode/metacharacters: ${values.length} strings × every string field × 2 Sql paths = ${calls} port calls, all exact round trips`);
 });
 
-test('a 100-emoji run name (100 characters, fits VARCHAR(191)) is accepted', { todo: 'BUG: str() counts UTF-16 code units, not characters' }, async () => {
+test('key columns count characters, not UTF-16 units: 191 emoji fit, 192 do not', async () => {
+  // regression: str() used to reject 100 emoji (200 UTF-16 units) as "longer than 191 characters"
   const b = createMysqlBackend(env.sql);
-  const name = '😀'.repeat(100);
-  const r = await b.store.startRun({ name, version: 1, input: 1 });
-  assert.equal((await b.store.loadRunRow(r.runId)).name, name);
+  const name = '😀'.repeat(191);
+  const r = await b.store.startRun({ name, version: 1, input: 1, idempotencyKey: '👍'.repeat(191) });
+  const row = await b.store.loadRunRow(r.runId);
+  assert.equal(row.name, name);
+  assert.equal(row.idempotencyKey, '👍'.repeat(191));
+  await assert.rejects(b.store.startRun({ name: '😀'.repeat(192), version: 1, input: 1 }), (e) => e instanceof RangeError && e.message.includes('spec.name'));
 });
 
-test('a long (155–191 character) run id in the queue does not block claims of other runs', { todo: 'BUG: lease token = uuid + ":" + runId overflows VARCHAR(191); every claim then fails' }, async () => {
+test('long (155–191 character) run ids can be claimed, heartbeaten and acked, and never block other runs', async () => {
+  // regression: the lease token (uuid + ":" + runId) overflowed VARCHAR(191) and every claim failed
   await emptyTables(env.sql);
   const b = createMysqlBackend(env.sql);
-  const long = 'y'.repeat(170);
-  // Either the long id is refused up front (RangeError naming runId) …
-  const r = await b.queue.enqueue(long).then(() => null, (e) => e);
-  if (r) assert.ok(r instanceof RangeError && r.message.includes('runId'), r.message);
-  // … or it is queued and can be claimed; in no case may it poison the queue for everybody.
+  const ids = ['y'.repeat(155), 'z'.repeat(170), 'é'.repeat(191)];
+  for (const id of ids) await b.queue.enqueue(id);
   await b.queue.enqueue('normal');
-  const leases = await b.queue.claim({ limit: 10, leaseMs: 1000 });
-  assert.ok(leases.some((l) => l.runId === 'normal'), 'the normal run is claimable');
-  for (const l of leases) assert.equal(typeof l.token, 'string');
+  const leases = await b.queue.claim({ limit: 10, leaseMs: 10_000 });
+  assert.deepEqual(leases.map((l) => l.runId).sort(), [...ids, 'normal'].sort(), 'every run is claimable');
+  assert.equal(new Set(leases.map((l) => l.token)).size, leases.length, 'tokens are distinct');
+  for (const l of leases) {
+    assert.ok([...l.token].length <= 191, 'the token fits its column');
+    const hb = await b.queue.heartbeat(l, { leaseMs: 20_000 });
+    assert.equal(hb.token, l.token);
+    await b.queue.ack(hb);
+  }
+  assert.deepEqual(await countAll(env.sql), ZERO, 'all acked');
+  // the same with a custom id generator whose ids are as long as the column
+  let n = 0;
+  const b2 = createMysqlBackend(env.sql, { id: () => `${String(++n).padStart(4, '0')}${'i'.repeat(187)}` });
+  for (const id of ids) await b2.queue.enqueue(id);
+  const l2 = await b2.queue.claim({ limit: 10, leaseMs: 10_000 });
+  assert.equal(l2.length, ids.length);
+  assert.equal(new Set(l2.map((l) => l.token)).size, l2.length, 'tokens are distinct');
+  for (const l of l2) await b2.queue.ack(l);
+  assert.deepEqual(await countAll(env.sql), ZERO, 'all acked');
 });
