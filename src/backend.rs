@@ -176,21 +176,40 @@ impl NativeBackend {
 
     /// Without an outbox the checkpoint needs no transaction (see `store::checkpoint_step`).
     #[napi]
-    pub async fn checkpoint_step(&self, c: CheckpointArg, fx: Option<OutboxArg>, via: Option<RunFn>) -> napi::Result<String> {
+    pub async fn checkpoint_step(
+        &self,
+        c: CheckpointArg,
+        fx: Option<OutboxArg>,
+        via: Option<RunFn>,
+    ) -> napi::Result<String> {
         if fx.is_none() {
-            unit!(self, via, autocommit, (c), |e, t| store::checkpoint_step(e, t, c, None))
+            unit!(self, via, autocommit, (c), |e, t| store::checkpoint_step(
+                e, t, c, None
+            ))
         } else {
-            unit!(self, via, transaction, (c, fx), |e, t| store::checkpoint_step(e, t, c, fx.as_ref()))
+            unit!(self, via, transaction, (c, fx), |e, t| {
+                store::checkpoint_step(e, t, c, fx.as_ref())
+            })
         }
     }
 
     /// A status write without an outbox is one atomic UPDATE: no transaction needed.
     #[napi]
-    pub async fn suspend_run(&self, run_id: String, status: String, fx: Option<OutboxArg>, via: Option<RunFn>) -> napi::Result<String> {
+    pub async fn suspend_run(
+        &self,
+        run_id: String,
+        status: String,
+        fx: Option<OutboxArg>,
+        via: Option<RunFn>,
+    ) -> napi::Result<String> {
         if fx.is_none() {
-            unit!(self, via, autocommit, (run_id, status), |e, t| store::suspend_run(e, t, run_id, status, None))
+            unit!(self, via, autocommit, (run_id, status), |e, t| {
+                store::suspend_run(e, t, run_id, status, None)
+            })
         } else {
-            unit!(self, via, transaction, (run_id, status, fx), |e, t| store::suspend_run(e, t, run_id, status, fx.as_ref()))
+            unit!(self, via, transaction, (run_id, status, fx), |e, t| {
+                store::suspend_run(e, t, run_id, status, fx.as_ref())
+            })
         }
     }
 
@@ -205,25 +224,37 @@ impl NativeBackend {
         via: Option<RunFn>,
     ) -> napi::Result<String> {
         if fx.is_none() {
-            unit!(self, via, autocommit, (run_id, status, output, error), |e, t| store::mark_terminal(
-                e,
-                t,
-                run_id,
-                status,
-                output.as_deref(),
-                error.as_deref(),
-                None
-            ))
+            unit!(
+                self,
+                via,
+                autocommit,
+                (run_id, status, output, error),
+                |e, t| store::mark_terminal(
+                    e,
+                    t,
+                    run_id,
+                    status,
+                    output.as_deref(),
+                    error.as_deref(),
+                    None
+                )
+            )
         } else {
-            unit!(self, via, transaction, (run_id, status, output, error, fx), |e, t| store::mark_terminal(
-                e,
-                t,
-                run_id,
-                status,
-                output.as_deref(),
-                error.as_deref(),
-                fx.as_ref()
-            ))
+            unit!(
+                self,
+                via,
+                transaction,
+                (run_id, status, output, error, fx),
+                |e, t| store::mark_terminal(
+                    e,
+                    t,
+                    run_id,
+                    status,
+                    output.as_deref(),
+                    error.as_deref(),
+                    fx.as_ref()
+                )
+            )
         }
     }
 

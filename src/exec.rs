@@ -86,7 +86,8 @@ impl PoolHandle {
             let mut conn = self.pool.get_conn().await?;
             if self.max_packet.load(Ordering::Relaxed) == 0 {
                 let max: Option<u64> = conn.query_first("SELECT @@max_allowed_packet").await?;
-                self.max_packet.store(max.unwrap_or(u64::MAX), Ordering::Relaxed);
+                self.max_packet
+                    .store(max.unwrap_or(u64::MAX), Ordering::Relaxed);
             }
             Ok::<Conn, mysql_async::Error>(conn)
         };
@@ -131,8 +132,16 @@ impl PoolHandle {
 }
 
 /// Renders statements into one multi-statement text.
-fn render(prefix: Option<&str>, stmts: &[Stmt], suffix: Option<&str>, mode: literal::Escaping) -> Result<String> {
-    let size: usize = stmts.iter().map(|s| s.text.len() + 16 * s.params.len()).sum();
+fn render(
+    prefix: Option<&str>,
+    stmts: &[Stmt],
+    suffix: Option<&str>,
+    mode: literal::Escaping,
+) -> Result<String> {
+    let size: usize = stmts
+        .iter()
+        .map(|s| s.text.len() + 16 * s.params.len())
+        .sum();
     let mut text = String::with_capacity(size + 32);
     if let Some(p) = prefix {
         text.push_str(p);
@@ -189,7 +198,12 @@ impl NativeExec<'_> {
         }
         let n = stmts.len();
         let mode = literal::escaping_of(self.conn);
-        let text = render(begin.then_some("BEGIN"), &stmts, commit.then_some("COMMIT"), mode)?;
+        let text = render(
+            begin.then_some("BEGIN"),
+            &stmts,
+            commit.then_some("COMMIT"),
+            mode,
+        )?;
         let max = self.handle.max_packet.load(Ordering::Relaxed);
         if max > 0 && text.len() as u64 + 64 > max {
             return Err(Error::Invalid(format!(

@@ -24,7 +24,13 @@ pub enum Escaping {
 /// The escaping mode of `conn`, from the status flags of its last OK packet.
 pub fn escaping_of(conn: &Conn) -> Escaping {
     match conn.last_ok_packet() {
-        Some(ok) if ok.status_flags().contains(StatusFlags::SERVER_STATUS_NO_BACKSLASH_ESCAPES) => Escaping::Literal,
+        Some(ok)
+            if ok
+                .status_flags()
+                .contains(StatusFlags::SERVER_STATUS_NO_BACKSLASH_ESCAPES) =>
+        {
+            Escaping::Literal
+        }
         Some(_) => Escaping::Backslash,
         None => Escaping::Unknown,
     }
@@ -135,7 +141,9 @@ fn push_bytes(out: &mut String, bytes: &[u8], mode: Escaping) {
             }
             out.push('\'');
         }
-        Escaping::Literal | Escaping::Unknown if text.contains('\0') || (mode == Escaping::Unknown && text.contains('\\')) => {
+        Escaping::Literal | Escaping::Unknown
+            if text.contains('\0') || (mode == Escaping::Unknown && text.contains('\\')) =>
+        {
             push_hex(out, bytes, true)
         }
         _ => {
@@ -164,7 +172,12 @@ fn push_hex(out: &mut String, bytes: &[u8], utf8: bool) {
 }
 
 /// Renders `sql` with each `?` replaced by the matching parameter's literal.
-pub fn interpolate(sql: &str, params: &[Value], out: &mut String, mode: Escaping) -> Result<(), String> {
+pub fn interpolate(
+    sql: &str,
+    params: &[Value],
+    out: &mut String,
+    mode: Escaping,
+) -> Result<(), String> {
     let offsets = placeholder_offsets(sql);
     if offsets.len() != params.len() {
         return Err(format!(
@@ -235,8 +248,14 @@ mod tests {
     fn escapes_per_connection_mode() {
         let v = [Value::from("a\\'b\0")];
         assert_eq!(render_in("?", &v, Escaping::Backslash), "'a\\\\\\'b\\0'");
-        assert_eq!(render_in("?", &[Value::from("a\\'b")], Escaping::Literal), "'a\\''b'");
-        assert_eq!(render_in("?", &v, Escaping::Literal), "_utf8mb4 X'615C276200'");
+        assert_eq!(
+            render_in("?", &[Value::from("a\\'b")], Escaping::Literal),
+            "'a\\''b'"
+        );
+        assert_eq!(
+            render_in("?", &v, Escaping::Literal),
+            "_utf8mb4 X'615C276200'"
+        );
     }
 
     #[test]
@@ -252,7 +271,13 @@ mod tests {
         );
         assert_eq!(s, "-3,7,0.5,NULL");
         let mut out = String::new();
-        assert!(interpolate("?", &[Value::Double(f64::NAN)], &mut out, Escaping::Backslash).is_err());
+        assert!(interpolate(
+            "?",
+            &[Value::Double(f64::NAN)],
+            &mut out,
+            Escaping::Backslash
+        )
+        .is_err());
     }
 
     #[test]

@@ -204,11 +204,17 @@ mod tests {
             Param::One(Value::Int(1)),
             Param::One(Value::from("a")),
         ])];
-        assert_eq!(render("x IN (?)", &p, Escaping::Backslash).unwrap(), "x IN (1, 'a')");
+        assert_eq!(
+            render("x IN (?)", &p, Escaping::Backslash).unwrap(),
+            "x IN (1, 'a')"
+        );
         let rows = vec![Param::List(vec![
             Param::List(vec![Param::One(Value::Int(1)), Param::One(Value::Int(2))]),
             Param::List(vec![Param::One(Value::Int(3)), Param::One(Value::Int(4))]),
         ])];
-        assert_eq!(render("VALUES ?", &rows, Escaping::Backslash).unwrap(), "VALUES (1, 2), (3, 4)");
+        assert_eq!(
+            render("VALUES ?", &rows, Escaping::Backslash).unwrap(),
+            "VALUES (1, 2), (3, 4)"
+        );
     }
 }

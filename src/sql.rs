@@ -223,7 +223,9 @@ impl NativeTx {
         let c = guard
             .as_mut()
             .ok_or_else(|| Error::Invalid("this transaction has already finished".into()))?;
-        run_text(c, &sql, &params).await.map_err(|e| handle.redact(e))
+        run_text(c, &sql, &params)
+            .await
+            .map_err(|e| handle.redact(e))
     }
 
     async fn finish(&self, statement: &str) -> Result<()> {

@@ -366,7 +366,12 @@ pub async fn mark_running<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Resul
 /// §3.9 — first-writer-wins step insert plus its outbox, in one round trip. Without an outbox
 /// the unit is two autocommit statements (the insert is atomic on its own); with one, the caller
 /// runs it as a transaction so the outbox commits or rolls back with the step.
-pub async fn checkpoint_step<E: Exec>(e: &mut E, t: &Tables, c: &CheckpointArg, fx: Option<&OutboxArg>) -> Result<String> {
+pub async fn checkpoint_step<E: Exec>(
+    e: &mut E,
+    t: &Tables,
+    c: &CheckpointArg,
+    fx: Option<&OutboxArg>,
+) -> Result<String> {
     let mut stmts = vec![Stmt::exec(
         format!(
             "INSERT IGNORE INTO {} (run_id, cursor_key, status, result, error, attempts, shape) \
@@ -400,12 +405,19 @@ pub async fn checkpoint_step<E: Exec>(e: &mut E, t: &Tables, c: &CheckpointArg, 
     ));
     let mut out = e.batch(stmts, true).await?;
     let last = out.len() - 1;
-    let row = first(&mut out, last).ok_or_else(|| Error::Contract("checkpointStep: no result from the step read".into()))?;
+    let row = first(&mut out, last)
+        .ok_or_else(|| Error::Contract("checkpointStep: no result from the step read".into()))?;
     if int(&row[0]).unwrap_or(0) == 0 {
-        return Err(Error::Contract(format!("checkpointStep: run {} not found", c.run_id)));
+        return Err(Error::Contract(format!(
+            "checkpointStep: run {} not found",
+            c.run_id
+        )));
     }
     if row[1] == Value::NULL {
-        return Err(Error::Contract(format!("checkpointStep: step {}/{} vanished after write", c.run_id, c.cursor_key)));
+        return Err(Error::Contract(format!(
+            "checkpointStep: step {}/{} vanished after write",
+            c.run_id, c.cursor_key
+        )));
     }
     let mut j = JsonOut::new();
     write_step(&mut j, &row[1..]);

@@ -7,7 +7,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { closeAdmin } from '../helpers/db.mjs';
-import { applySchema, countAll, createMysqlBackend, freshPool, tableNames, TABLES } from './helpers.mjs';
+import { startPrivateServer } from '../helpers/mariadb.mjs';
+import { applySchema, countAll, createMysqlBackend, freshPool, mysqlPool, tableNames, TABLES } from './helpers.mjs';
 import { exercise, wrapSql } from './roundtrip.mjs';
 
 after(closeAdmin);
@@ -111,4 +112,68 @@ test('injection strings in arguments that are not free text are refused by valid
   }
   assert.deepEqual(await tableNames(env.sql), [...TABLES, ...TABLES.map((x) => `canary_${x}`)].sort());
   t.diagnostic(`injection: ${n} further probes (cursor/status/overlap/limit/version fields refused; user query params stayed data)`);
+});
+
+/** Every injection string through every field, native and wrapped, over `sql`. */
+async function allInjections(sql) {
+  const plain = createMysqlBackend(sql);
+  const wrapped = wrapSql(sql);
+  let calls = 0;
+  for (const v of INJECTIONS) {
+    calls += await exercise(sql, plain, (id) => createMysqlBackend(sql, { id }), v, `native ${JSON.stringify(v)}`);
+    calls += await exercise(sql, plain, (id) => createMysqlBackend(wrapped, { id }), v, `wrapped ${JSON.stringify(v)}`);
+  }
+  return calls;
+}
+
+test('one pool whose connections disagree on NO_BACKSLASH_ESCAPES: every value still round-trips', { timeout: 60_000 }, async (t) => {
+  const sql = mysqlPool(`${env.url}${env.url.includes('?') ? '&' : '?'}connectionLimit=4`);
+  try {
+    // Four transactions at once pin the four connections; two of them switch their session to
+    // NO_BACKSLASH_ESCAPES (a session setting: it outlives the transaction on that connection).
+    let arrived = 0;
+    let go;
+    const all = new Promise((r) => { go = r; });
+    const ids = await Promise.all([0, 1, 2, 3].map((i) => sql.tx(async (h) => {
+      if (i % 2) await h.query("SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')");
+      if (++arrived === 4) go();
+      await all;
+      const [row] = await h.query("SELECT CONNECTION_ID() AS id, @@sql_mode LIKE '%NO_BACKSLASH_ESCAPES%' AS nbe");
+      return [Number(row.id), Number(row.nbe)];
+    })));
+    assert.equal(new Set(ids.map((x) => x[0])).size, 4, 'four distinct connections');
+    assert.deepEqual(ids.map((x) => x[1]).sort(), [0, 0, 1, 1], 'two of them use NO_BACKSLASH_ESCAPES');
+    const calls = await allInjections(sql);
+    // the mix is still there afterwards (nothing reset it)
+    const modes = await Promise.all(Array.from({ length: 8 }, () => sql.query("SELECT @@sql_mode LIKE '%NO_BACKSLASH_ESCAPES%' AS nbe, SLEEP(0.02)")));
+    assert.ok(modes.some((r) => Number(r[0].nbe) === 1), 'NO_BACKSLASH_ESCAPES connections still in the pool');
+    assert.deepEqual(await tableNames(env.sql), [...TABLES, ...TABLES.map((x) => `canary_${x}`)].sort());
+    t.diagnostic(`injection: pool of 4 with 2 NO_BACKSLASH_ESCAPES sessions: ${calls} port calls, all values exact`);
+  } finally {
+    await sql.close();
+  }
+});
+
+test('a server running with NO_BACKSLASH_ESCAPES globally: every value still round-trips', { timeout: 90_000 }, async (t) => {
+  const server = await startPrivateServer({
+    extraArgs: ['--sql-mode=NO_BACKSLASH_ESCAPES,STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'],
+  });
+  let sql;
+  try {
+    const boot = mysqlPool(server.url);
+    await boot.query('CREATE DATABASE nbe CHARACTER SET utf8mb4');
+    await boot.close();
+    sql = mysqlPool(`${server.url}nbe`);
+    const [{ mode }] = await sql.query('SELECT @@sql_mode AS mode');
+    assert.match(mode, /NO_BACKSLASH_ESCAPES/);
+    await applySchema(sql);
+    const calls = await allInjections(sql);
+    const [{ v }] = await sql.query('SELECT ? AS v', ["\\' OR 1=1 -- \\"]);
+    assert.equal(v, "\\' OR 1=1 -- \\");
+    assert.deepEqual(await tableNames(sql), [...TABLES].sort());
+    t.diagnostic(`injection: server-wide NO_BACKSLASH_ESCAPES: ${calls} port calls, all values exact`);
+  } finally {
+    if (sql) await sql.close();
+    await server.stop();
+  }
 });
