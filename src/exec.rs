@@ -57,6 +57,13 @@ pub struct Outcome {
 /// Runs batches of statements. `last` marks the final batch of a unit of work, letting a
 /// transactional executor append its `COMMIT` to the same round trip.
 pub trait Exec: Send {
+    /// Whether consecutive statements of one batch run in the same session even outside a
+    /// transaction (true for the native executor; a wrapped JS pool may switch connections),
+    /// which lets a statement read `ROW_COUNT()` of the one before it.
+    fn one_session(&self) -> bool {
+        true
+    }
+
     fn batch(
         &mut self,
         stmts: Vec<Stmt>,

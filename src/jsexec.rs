@@ -60,6 +60,10 @@ fn js_err(e: napi::Error) -> Error {
 }
 
 impl Exec for JsExec {
+    fn one_session(&self) -> bool {
+        false
+    }
+
     async fn batch(&mut self, stmts: Vec<Stmt>, _last: bool) -> Result<Vec<Outcome>> {
         let mut out = Vec::with_capacity(stmts.len());
         for s in stmts {

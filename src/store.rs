@@ -110,12 +110,22 @@ fn first(outcomes: &mut [Outcome], idx: usize) -> Option<&Vec<Value>> {
 }
 
 /// Statements of one `startRun` (§3.1): keyed ⇒ INSERT IGNORE + lookup, else plain INSERT.
-fn start_stmts(t: &Tables, run_id: &str, spec: &SpecArg) -> Vec<Stmt> {
+/// In one session the lookup only runs when the insert was ignored (`ROW_COUNT() = 0`), so a
+/// new key costs no index read.
+fn start_stmts(t: &Tables, run_id: &str, spec: &SpecArg, one_session: bool) -> Vec<Stmt> {
+    let only_if_ignored = if one_session {
+        "ROW_COUNT() = 0 AND "
+    } else {
+        ""
+    };
     match spec.idempotency_key.as_deref().filter(|k| !k.is_empty()) {
         Some(key) => vec![
             outbox::insert_run(t, true, run_id, spec),
             Stmt::query(
-                format!("SELECT id, status FROM {} WHERE name = ? AND version = ? AND idempotency_key = ?", t.run),
+                format!(
+                    "SELECT id, status FROM {} WHERE {only_if_ignored}name = ? AND version = ? AND idempotency_key = ?",
+                    t.run
+                ),
                 vec![s(&spec.name), i(spec.version), s(key)],
                 &["id", "status"],
             ),
@@ -163,7 +173,8 @@ pub async fn start_run<E: Exec>(
     run_id: &str,
     spec: &SpecArg,
 ) -> Result<String> {
-    let outcomes = e.batch(start_stmts(t, run_id, spec), true).await?;
+    let stmts = start_stmts(t, run_id, spec, e.one_session());
+    let outcomes = e.batch(stmts, true).await?;
     let mut j = JsonOut::new();
     start_result(&mut j, run_id, &outcomes)?;
     Ok(j.finish())
@@ -188,7 +199,7 @@ pub async fn start_many_runs<E: Exec>(
         let mut stmts = Vec::new();
         let mut spans = Vec::new();
         for (id, spec) in chunk.iter() {
-            let st = start_stmts(t, id, spec);
+            let st = start_stmts(t, id, spec, e.one_session());
             spans.push(st.len());
             stmts.extend(st);
         }
