@@ -73,8 +73,10 @@ export interface NativeSql extends Sql {
   stats(): PoolStats;
 }
 
+/** A `mysql2` pool (promise or callback API); its connection config is read at runtime. */
+export type Mysql2PoolLike = { readonly config: object } | { readonly pool: { readonly config: object } };
 /** Anything `mysqlPool` can read connection settings from: a mysql2 pool, a URL, or options. */
-export type PoolSource = string | PoolOptions | { config: { connectionConfig: object } } | { pool: { config: { connectionConfig: object } } };
+export type PoolSource = string | PoolOptions | Mysql2PoolLike;
 
 export declare function mysqlPool(source: PoolSource): NativeSql;
 

@@ -3,21 +3,10 @@
 // platform package. Anything else is a clear error, never a crash.
 const { existsSync } = require('node:fs');
 const { join } = require('node:path');
-
-function platformTriple() {
-  const { platform, arch } = process;
-  if (platform === 'linux') {
-    const report = typeof process.report?.getReport === 'function' ? process.report.getReport() : null;
-    const glibc = report && report.header && report.header.glibcVersionRuntime;
-    return `linux-${arch}-${glibc ? 'gnu' : 'musl'}`;
-  }
-  if (platform === 'win32') return `win32-${arch}-msvc`;
-  return `${platform}-${arch}`;
-}
+const { triple, localBinary, platformPackage } = require('./platform');
 
 function load() {
-  const triple = platformTriple();
-  const local = join(__dirname, '..', `iterativeflow-mysql-native.${triple}.node`);
+  const local = join(__dirname, '..', localBinary);
   const errors = [];
   if (existsSync(local)) {
     try {
@@ -26,7 +15,7 @@ function load() {
       errors.push(`${local}: ${e.message}`);
     }
   }
-  const pkg = `iterativeflow-mysql-native-${triple}`;
+  const pkg = platformPackage;
   try {
     return require(pkg);
   } catch (e) {

@@ -9,6 +9,10 @@
 // 3. Else warn that there is no prebuilt binary and no Rust toolchain; exit 0
 //    so that the install itself still succeeds.
 //
+// In a source checkout (Cargo.toml next to package.json) only a local build
+// counts: the platform package from the registry is never trusted there, so
+// a clean clone always builds (and tests) its own code.
+//
 // Set ITERATIVEFLOW_BUILD_FROM_SOURCE=1 (or `npm install --build-from-source`)
 // to build even when a binary already loads (e.g. a stale local build).
 'use strict';
@@ -18,7 +22,8 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
-const PLATFORM_PACKAGE = 'iterativeflow-mysql-native-linux-x64-gnu';
+const { localBinary, platformPackage: PLATFORM_PACKAGE } = require('../lib/platform.js');
+const SOURCE_CHECKOUT = fs.existsSync(path.join(root, 'Cargo.toml'));
 const TAG = '[iterativeflow-mysql-native]';
 
 function loadsInChild(code) {
@@ -33,6 +38,7 @@ function loadsInChild(code) {
 }
 
 function candidates() {
+  if (SOURCE_CHECKOUT) return [[localBinary, path.join(root, localBinary)]];
   const list = [];
   if (fs.existsSync(path.join(root, 'index.js'))) list.push(['index.js', path.join(root, 'index.js')]);
   let entries = [];

@@ -1,0 +1,313 @@
+// The package as users get it: what `npm pack` puts in the tarball, and an install of the root
+// tarball plus the host's platform package into an empty project, with no registry access and no
+// Rust toolchain, that then talks to the database.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { checkManifests, copyArtifact, hostTriple, platformTriples } from '../../npm/copy-artifact.mjs';
+import { closeAdmin, freshDatabase } from '../helpers/db.mjs';
+
+after(closeAdmin);
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const rootPkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
+const triple = hostTriple();
+const binaryName = `iterativeflow-mysql-native.${triple}.node`;
+const builtBinary = path.join(root, binaryName);
+
+// Rust target of each platform package (napi-rs naming).
+const RUST_TARGETS = {
+  'linux-x64-gnu': 'x86_64-unknown-linux-gnu',
+  'linux-x64-musl': 'x86_64-unknown-linux-musl',
+  'linux-arm64-gnu': 'aarch64-unknown-linux-gnu',
+  'darwin-arm64': 'aarch64-apple-darwin',
+  'win32-x64-msvc': 'x86_64-pc-windows-msvc',
+};
+
+// ---- helpers --------------------------------------------------------------------------------
+
+function isExecutable(p) {
+  try {
+    fs.accessSync(p, fs.constants.X_OK);
+    return fs.statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function which(cmd, pathValue = process.env.PATH || '') {
+  for (const dir of pathValue.split(path.delimiter)) {
+    if (dir && isExecutable(path.join(dir, cmd))) return path.join(dir, cmd);
+  }
+  return null;
+}
+
+/** npm's CLI script, run with this node (so the PATH below need not contain npm). */
+function npmCli() {
+  const npm = which('npm');
+  if (!npm) throw new Error('npm is not on PATH');
+  return fs.realpathSync(npm);
+}
+
+/**
+ * A PATH without any directory holding cargo/rustc (so scripts/install.js cannot build), plus a
+ * directory with `node` (npm runs lifecycle scripts as `node …` through the shell).
+ */
+function pathWithoutRust(shimDir) {
+  const dirs = (process.env.PATH || '')
+    .split(path.delimiter)
+    .filter((d) => d && !isExecutable(path.join(d, 'cargo')) && !isExecutable(path.join(d, 'rustc')));
+  fs.mkdirSync(shimDir, { recursive: true });
+  fs.symlinkSync(process.execPath, path.join(shimDir, 'node'));
+  return [shimDir, ...dirs].join(path.delimiter);
+}
+
+/** The environment for child npm/node processes: no npm_* settings inherited from a parent npm. */
+function childEnv(extra) {
+  const env = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (/^npm_/i.test(k) || k === 'ITERATIVEFLOW_BUILD_FROM_SOURCE' || k === 'NODE_PATH' || k === 'NODE_OPTIONS') continue;
+    env[k] = v;
+  }
+  return { ...env, ...extra };
+}
+
+function run(cmd, args, opts) {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 60_000, maxBuffer: 64 * 1024 * 1024, ...opts });
+  if (r.error) throw r.error;
+  return r;
+}
+
+function runOk(cmd, args, opts, what) {
+  const r = run(cmd, args, opts);
+  assert.equal(r.status, 0, `${what} failed (exit ${r.status}, signal ${r.signal}):\n${r.stdout}\n${r.stderr}`);
+  return r;
+}
+
+/** `npm pack --json [--dry-run]` of `dir`: the parsed report of the one package. */
+function npmPack(dir, { dryRun = false, dest, env } = {}) {
+  const args = [npmCli(), 'pack', '--json', '--ignore-scripts'];
+  if (dryRun) args.push('--dry-run');
+  if (dest) args.push('--pack-destination', dest);
+  const r = runOk(process.execPath, args, { cwd: dir, env: env ?? childEnv() }, `npm pack in ${dir}`);
+  const report = JSON.parse(r.stdout);
+  assert.equal(report.length, 1);
+  return report[0];
+}
+
+/** The relative `require('./…')` targets of a CommonJS file, as package paths. */
+function relativeRequires(file, pkgRoot) {
+  const text = fs.readFileSync(path.join(pkgRoot, file), 'utf8');
+  const out = [];
+  for (const m of text.matchAll(/require\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g)) {
+    let target = path.posix.normalize(path.posix.join(path.posix.dirname(file), m[1]));
+    if (!path.posix.extname(target)) target += '.js';
+    out.push(target);
+  }
+  return out;
+}
+
+// ---- tests ----------------------------------------------------------------------------------
+
+test('the platform packages under npm/ match package.json (names, versions, targets)', () => {
+  assert.deepEqual(checkManifests(), []);
+  const triples = platformTriples();
+  assert.deepEqual(triples, Object.keys(RUST_TARGETS).sort());
+  assert.deepEqual([...rootPkg.napi.targets].sort(), Object.values(RUST_TARGETS).sort());
+  assert.equal(rootPkg.napi.binaryName, 'iterativeflow-mysql-native');
+
+  for (const t of triples) {
+    const pkg = JSON.parse(fs.readFileSync(path.join(root, 'npm', t, 'package.json'), 'utf8'));
+    const [osName, cpu, abi] = t.split('-');
+    assert.deepEqual(pkg.os, [osName], `${t}: os`);
+    assert.deepEqual(pkg.cpu, [cpu], `${t}: cpu`);
+    if (osName === 'linux') assert.deepEqual(pkg.libc, [abi === 'gnu' ? 'glibc' : 'musl'], `${t}: libc`);
+    else assert.equal(pkg.libc, undefined, `${t}: libc only on linux`);
+    assert.equal(pkg.license, rootPkg.license, `${t}: license`);
+    assert.ok(fs.existsSync(path.join(root, 'npm', t, 'README.md')), `${t}: README.md`);
+    assert.equal(rootPkg.optionalDependencies[pkg.name], rootPkg.version, `${t}: exact optional dependency`);
+  }
+  // The root tarball has no runtime dependencies (mysql2 is only a devDependency of the repo).
+  assert.equal(rootPkg.dependencies, undefined);
+  assert.equal(rootPkg.peerDependencies, undefined);
+});
+
+test('npm pack of the root lists only what users need', () => {
+  const report = npmPack(root, { dryRun: true });
+  const files = report.files.map((f) => f.path).sort();
+
+  const libJs = fs
+    .readdirSync(path.join(root, 'lib'))
+    .filter((f) => f.endsWith('.js'))
+    .map((f) => `lib/${f}`);
+  const required = ['index.js', 'index.d.ts', 'package.json', 'scripts/install.js', ...libJs];
+  const optional = ['README.md', 'CHANGELOG.md', 'LICENSE', 'LICENSE.md', 'LICENSE.txt'];
+  for (const f of required) assert.ok(files.includes(f), `${f} is missing from the tarball`);
+  for (const f of optional) {
+    if (fs.existsSync(path.join(root, f))) assert.ok(files.includes(f), `${f} exists but is not packed`);
+  }
+  const extra = files.filter((f) => !required.includes(f) && !optional.includes(f));
+  assert.deepEqual(extra, [], 'unexpected files in the tarball');
+  for (const f of files) {
+    assert.doesNotMatch(f, /^(src|__test__|target|npm|bench|examples|node_modules|\.ci)\//, f);
+    assert.doesNotMatch(f, /\.node$|^Cargo\.|^build\.rs$/, f);
+  }
+
+  // Every relative require of the packed code is packed too.
+  for (const f of files.filter((x) => x.endsWith('.js'))) {
+    for (const target of relativeRequires(f, root)) {
+      assert.ok(files.includes(target), `${f} requires ${target}, which is not packed`);
+    }
+  }
+  // The types entry is packed, and the tarball is small (no binaries).
+  assert.ok(files.includes(rootPkg.types), `types entry ${rootPkg.types} is packed`);
+  assert.ok(files.includes(rootPkg.main), `main entry ${rootPkg.main} is packed`);
+  assert.ok(report.unpackedSize < 1024 * 1024, `unpacked size ${report.unpackedSize} B`);
+});
+
+test(
+  'installs from the two tarballs (no registry, no cargo) and works against the database',
+  {
+    timeout: 120_000,
+    skip: !fs.existsSync(builtBinary)
+      ? `no release binary ${binaryName} at the repository root (run \`npm run build\` first)`
+      : !fs.existsSync(path.join(root, 'npm', triple, 'package.json'))
+        ? `no platform package npm/${triple}/ for this host`
+        : false,
+  },
+  async () => {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'iterflow-pack-'));
+    const db = await freshDatabase('pack');
+    try {
+      const tarballs = path.join(tmp, 'tarballs');
+      fs.mkdirSync(tarballs);
+
+      // 1. The two tarballs: the root package from the repository, the platform package from a
+      //    temporary copy of npm/<triple>/ with the current release binary (the repo is untouched).
+      const rootReport = npmPack(root, { dest: tarballs });
+      const platformDir = path.join(tmp, 'platform');
+      copyArtifact(triple, { outDir: platformDir });
+      const platformReport = npmPack(platformDir, { dest: tarballs });
+      assert.deepEqual(
+        platformReport.files.map((f) => f.path).sort(),
+        [binaryName, 'README.md', 'package.json'].sort(),
+      );
+      assert.equal(platformReport.name, `${rootPkg.name}-${triple}`);
+      assert.equal(platformReport.version, rootPkg.version);
+
+      // 2. An empty project; install both tarballs with an empty cache, --offline and an
+      //    unreachable registry (nothing can be fetched), and without cargo on PATH.
+      const project = path.join(tmp, 'project');
+      fs.mkdirSync(project);
+      fs.writeFileSync(
+        path.join(project, 'package.json'),
+        JSON.stringify({ name: 'pack-consumer', version: '1.0.0', private: true }, null, 2),
+      );
+      const PATH = pathWithoutRust(path.join(tmp, 'bin'));
+      assert.equal(which('cargo', PATH), null, 'cargo is still on PATH');
+      const env = childEnv({
+        PATH,
+        npm_config_cache: path.join(tmp, 'npm-cache'),
+        npm_config_registry: 'http://127.0.0.1:9/',
+        npm_config_update_notifier: 'false',
+      });
+      const install = runOk(
+        process.execPath,
+        [
+          npmCli(),
+          'install',
+          '--offline',
+          '--no-audit',
+          '--no-fund',
+          '--foreground-scripts',
+          '--loglevel=warn',
+          path.join(tarballs, rootReport.filename),
+          path.join(tarballs, platformReport.filename),
+        ],
+        { cwd: project, env },
+        'npm install of the tarballs',
+      );
+      const installLog = install.stdout + install.stderr;
+      // scripts/install.js ran (npm 11 still runs dependency install scripts by default; it
+      // warns that allowScripts does not cover them), found the prebuilt binary, built nothing.
+      if (!/install-scripts.*(skipped|not run|blocked)/i.test(installLog)) {
+        assert.match(installLog, /native binding loads/, installLog);
+      }
+      assert.doesNotMatch(installLog, /napi build|cargo|building from source/i, installLog);
+
+      const installed = path.join(project, 'node_modules', rootPkg.name);
+      const installedPlatform = path.join(project, 'node_modules', `${rootPkg.name}-${triple}`);
+      assert.ok(fs.existsSync(path.join(installedPlatform, binaryName)), 'platform binary installed');
+      assert.deepEqual(
+        fs.readdirSync(installed).filter((f) => f.endsWith('.node') || f === 'src' || f === 'target'),
+        [],
+        'the root package holds no binary or sources',
+      );
+
+      // 3. A consumer script (ESM, named imports, as users of @iterativeflow/mysql write them).
+      fs.writeFileSync(
+        path.join(project, 'consumer.mjs'),
+        `
+import { createRequire } from 'node:module';
+import { mysqlPool, applySchema, createMysqlBackend, ddl, tables } from ${JSON.stringify(rootPkg.name)};
+
+const require = createRequire(import.meta.url);
+const sql = mysqlPool(process.env.DB_URL);
+const [row] = await sql.query('SELECT 1 + 1 AS two, DATABASE() AS db');
+await applySchema(sql);
+const { store } = createMysqlBackend(sql);
+const spec = { name: 'greet', version: 1, input: { who: 'pack' }, idempotencyKey: 'k-1', tags: ['t'] };
+const started = await store.startRun(spec);
+const again = await store.startRun(spec);
+const snap = await store.loadRun(started.runId);
+const [count] = await sql.query('SELECT COUNT(*) AS n FROM ' + tables('').run);
+await sql.close();
+console.log(JSON.stringify({
+  two: Number(row.two),
+  db: row.db,
+  ddl: ddl().length,
+  created: started.created,
+  deduped: again.runId === started.runId && again.created === false,
+  run: { id: snap.run.id === started.runId, status: snap.run.status, input: snap.run.input, tags: snap.run.tags },
+  steps: snap.steps.size,
+  runs: Number(count.n),
+  closed: sql.closed,
+  native: Object.keys(require.cache).filter((k) => k.endsWith('.node')),
+}));
+`,
+      );
+      const r = runOk(
+        process.execPath,
+        ['consumer.mjs'],
+        { cwd: project, env: { ...env, DB_URL: db.url } },
+        'the consumer script',
+      );
+      const out = JSON.parse(r.stdout.trim().split('\n').pop());
+      assert.deepEqual(
+        { ...out, native: undefined },
+        {
+          two: 2,
+          db: db.database,
+          ddl: 6,
+          created: true,
+          deduped: true,
+          run: { id: true, status: 'pending', input: { who: 'pack' }, tags: ['t'] },
+          steps: 0,
+          runs: 1,
+          closed: true,
+          native: undefined,
+        },
+      );
+      // The binding came from the installed platform package, not from the repository.
+      assert.deepEqual(out.native, [fs.realpathSync(path.join(installedPlatform, binaryName))]);
+    } finally {
+      await db.drop();
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  },
+);
