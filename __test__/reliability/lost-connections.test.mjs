@@ -296,6 +296,19 @@ test('a long query / an open tx on a KILLed connection, or during a crash, rejec
     lines.push(`crash-restart during SLEEP(30): rejected after ${r3.ms.toFixed(0)} ms; server back after ${(performance.now() - t0).toFixed(0)} ms`);
     assert.deepEqual(await sql.query('SELECT 1 AS one'), [{ one: 1 }], 'first query after the restart succeeds');
     assert.equal((await b.store.loadRunRow(runId)).status, 'pending', 'committed data survived the crash');
+
+    // 5. a graceful restart (SIGTERM, same port and datadir) with an in-flight query and an idle pool
+    const long3 = settle(sql.query("SELECT SLEEP(30) AS s, 'marker-graceful' AS m"));
+    await idOf('marker-graceful');
+    const t1 = performance.now();
+    await server.restart();
+    adminConn = null;
+    const r4 = await long3;
+    assert.equal(r4.ok, false, 'the query in flight during the shutdown rejects');
+    assert.ok(r4.ms < 10_000, `promptly (${r4.ms.toFixed(0)} ms)`);
+    const after = await settle(b.store.loadRunRow(runId));
+    assert.ok(after.ok, `first port call after the graceful restart succeeds: ${after.error && after.error.message}`);
+    lines.push(`graceful restart during SLEEP(30): rejected after ${r4.ms.toFixed(0)} ms; server back after ${(performance.now() - t1).toFixed(0)} ms; next port call OK`);
   } finally {
     // never wait for a leftover SLEEP(30) of a failed run
     const left = await adminQuery('SELECT ID AS id FROM information_schema.PROCESSLIST WHERE USER = ? AND DB = ?', [PASSWORD_USER.user, dbName]);

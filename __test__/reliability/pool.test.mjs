@@ -7,7 +7,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { adminQuery, closeAdmin, freshDatabase } from '../helpers/db.mjs';
-import { applySchema, createMysqlBackend, mysqlPool, settle, sleep, withParams } from './helpers.mjs';
+import { applySchema, createMysqlBackend, mysqlPool, settle, sleep, within, withParams } from './helpers.mjs';
 
 after(closeAdmin);
 let db;
@@ -26,22 +26,25 @@ async function serverConnections() {
 
 test('1,000 concurrent queries on connectionLimit 4 all complete, on at most 4 connections', { timeout: 60_000 }, async (t) => {
   const sql = mysqlPool(withParams(db.url, { connectionLimit: 4 }));
+  let sampling = true;
+  let peak = 0;
+  const sampler = (async () => {
+    while (sampling) {
+      peak = Math.max(peak, await serverConnections());
+      await sleep(10);
+    }
+  })();
   try {
-    let peak = 0;
-    let sampling = true;
-    const sampler = (async () => {
-      while (sampling) {
-        peak = Math.max(peak, await serverConnections());
-        await sleep(10);
-      }
-    })();
     const t0 = performance.now();
-    const results = await Promise.all(
+    const settled = await Promise.allSettled(
       Array.from({ length: 1000 }, (_, i) => sql.query('SELECT SLEEP(0.001) AS s, ? AS i, CONNECTION_ID() AS c', [i])),
     );
     const ms = performance.now() - t0;
     sampling = false;
     await sampler;
+    const failed = settled.filter((r) => r.status === 'rejected').map((r) => r.reason.message);
+    assert.deepEqual([...new Set(failed)], [], `${failed.length} of 1000 calls failed after ${ms.toFixed(0)} ms`);
+    const results = settled.map((r) => r.value);
     assert.ok(results.every((r, i) => r.length === 1 && Number(r[0].i) === i), 'each call got its own answer');
     const conns = new Set(results.map((r) => Number(r[0].c)));
     assert.ok(conns.size <= 4, `used ${conns.size} connections`);
@@ -55,7 +58,9 @@ test('1,000 concurrent queries on connectionLimit 4 all complete, on at most 4 c
     assert.ok(loaded.every((s, i) => s.run.input === i));
     t.diagnostic(`pool: 1,000 concurrent SELECT SLEEP(0.001) on connectionLimit 4 in ${ms.toFixed(0)} ms over ${conns.size} connections (server peak ${peak}); 600 concurrent port calls OK`);
   } finally {
-    await sql.close();
+    sampling = false;
+    await sampler;
+    await within(sql.close(), 15_000, 'close()');
   }
 });
 
