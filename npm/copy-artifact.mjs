@@ -18,6 +18,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import platform from '../lib/platform.js';
 
 const npmDir = path.dirname(fileURLToPath(import.meta.url));
 const root = path.dirname(npmDir);
@@ -27,16 +28,9 @@ function readJson(file) {
   return JSON.parse(fs.readFileSync(file, 'utf8'));
 }
 
-/** The host's triple, exactly as lib/binding.js computes it. */
+/** The host's triple, as lib/platform.js (used by the loader) computes it. */
 export function hostTriple() {
-  const { platform, arch } = process;
-  if (platform === 'linux') {
-    const report = typeof process.report?.getReport === 'function' ? process.report.getReport() : null;
-    const glibc = report && report.header && report.header.glibcVersionRuntime;
-    return `linux-${arch}-${glibc ? 'gnu' : 'musl'}`;
-  }
-  if (platform === 'win32') return `win32-${arch}-msvc`;
-  return `${platform}-${arch}`;
+  return platform.triple;
 }
 
 /** The platform package directories under npm/ (each has a package.json). */

@@ -65,7 +65,42 @@ async fn run_text(conn: &mut Conn, sql: &str, params: &[Param]) -> Result<(UserR
     Ok((UserRows::new(columns, rows), affected, insert_id))
 }
 
+impl WriteResult {
+    fn new(affected: u64, insert_id: u64) -> Self {
+        WriteResult {
+            affected_rows: affected as f64,
+            insert_id: insert_id as f64,
+        }
+    }
+}
+
 impl NativeSql {
+    /// Converts and checks parameters on the JS thread, then runs the statement on a pooled
+    /// connection and shapes the outcome with `shape`.
+    fn spawn_statement<'env, T, F>(
+        &self,
+        env: &'env Env,
+        text: String,
+        params: Option<Vec<Unknown>>,
+        shape: F,
+    ) -> napi::Result<PromiseRaw<'env, T>>
+    where
+        T: ToNapiValue + Send + 'static,
+        F: FnOnce((UserRows, u64, u64)) -> T + Send + 'static,
+    {
+        self.ensure_open()?;
+        let params = convert_params(params)?;
+        params::check_count(&text, &params)?;
+        let handle = self.handle.clone();
+        env.spawn_future(async move {
+            let mut conn = handle.acquire().await?;
+            let outcome = run_text(&mut conn, &text, &params)
+                .await
+                .map_err(|e| handle.redact(e))?;
+            Ok(shape(outcome))
+        })
+    }
+
     fn ensure_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             Err(Error::Invalid(
@@ -118,17 +153,7 @@ impl NativeSql {
         text: String,
         params: Option<Vec<Unknown>>,
     ) -> napi::Result<PromiseRaw<'env, UserRows>> {
-        self.ensure_open()?;
-        let params = convert_params(params)?;
-        params::check_count(&text, &params)?;
-        let handle = self.handle.clone();
-        env.spawn_future(async move {
-            let mut conn = handle.acquire().await?;
-            let (rows, _, _) = run_text(&mut conn, &text, &params)
-                .await
-                .map_err(|e| handle.redact(e))?;
-            Ok(rows)
-        })
+        self.spawn_statement(env, text, params, |(rows, _, _)| rows)
     }
 
     /// Runs a statement and resolves to `{ affectedRows, insertId }`.
@@ -139,19 +164,8 @@ impl NativeSql {
         text: String,
         params: Option<Vec<Unknown>>,
     ) -> napi::Result<PromiseRaw<'env, WriteResult>> {
-        self.ensure_open()?;
-        let params = convert_params(params)?;
-        params::check_count(&text, &params)?;
-        let handle = self.handle.clone();
-        env.spawn_future(async move {
-            let mut conn = handle.acquire().await?;
-            let (_, affected, insert_id) = run_text(&mut conn, &text, &params)
-                .await
-                .map_err(|e| handle.redact(e))?;
-            Ok(WriteResult {
-                affected_rows: affected as f64,
-                insert_id: insert_id as f64,
-            })
+        self.spawn_statement(env, text, params, |(_, affected, insert_id)| {
+            WriteResult::new(affected, insert_id)
         })
     }
 
@@ -270,10 +284,7 @@ impl NativeTx {
         let (conn, handle) = (self.conn.clone(), self.handle.clone());
         env.spawn_future(async move {
             let (_, affected, insert_id) = NativeTx::run(conn, handle, text, params).await?;
-            Ok(WriteResult {
-                affected_rows: affected as f64,
-                insert_id: insert_id as f64,
-            })
+            Ok(WriteResult::new(affected, insert_id))
         })
     }
 

@@ -332,25 +332,46 @@ pub async fn post_signal<E: Exec>(
     payload: Option<&str>,
     idem_key: Option<&str>,
 ) -> Result<String> {
+    let insert = Stmt::exec(
+        format!(
+            "INSERT IGNORE INTO {} (id, run_id, name, payload, idem_key) VALUES (?, ?, ?, ?, ?)",
+            t.signal
+        ),
+        vec![
+            s(signal_id),
+            s(run_id),
+            s(name),
+            opt_s(payload),
+            opt_s(idem_key),
+        ],
+    );
+    write_then_enqueue(e, t, insert, run_id).await
+}
+
+/// Runs `write` and, in the same transaction, enqueues `run_id` only if it changed exactly one
+/// row; answers `"true"`/`"false"` for that.
+async fn write_then_enqueue<E: Exec>(
+    e: &mut E,
+    t: &Tables,
+    write: Stmt,
+    run_id: &str,
+) -> Result<String> {
     let out = e
         .batch(
             vec![
-                Stmt::exec(
-                    format!("INSERT IGNORE INTO {} (id, run_id, name, payload, idem_key) VALUES (?, ?, ?, ?, ?)", t.signal),
-                    vec![s(signal_id), s(run_id), s(name), opt_s(payload), opt_s(idem_key)],
-                ),
+                write,
                 capture_won("= 1"),
                 outbox::enqueue_if_won(t, run_id, 0, 0),
             ],
             true,
         )
         .await?;
-    Ok(if out[0].affected == 1 {
-        "true"
-    } else {
-        "false"
-    }
-    .into())
+    Ok(flag(out[0].affected == 1))
+}
+
+/// A JSON boolean.
+fn flag(b: bool) -> String {
+    if b { "true" } else { "false" }.into()
 }
 
 /// §3.8 — bump attempts unless terminal; one round trip.
@@ -659,22 +680,14 @@ pub async fn delete_runs_older_than<E: Exec>(
 
 /// §3.17 — failed ⇒ pending and enqueue, atomically.
 pub async fn retry_run<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Result<String> {
-    let out = e
-        .batch(
-            vec![
-                Stmt::exec(format!("UPDATE {} SET status = 'pending', error = NULL WHERE id = ? AND status = 'failed'", t.run), vec![s(run_id)]),
-                capture_won("= 1"),
-                outbox::enqueue_if_won(t, run_id, 0, 0),
-            ],
-            true,
-        )
-        .await?;
-    Ok(if out[0].affected == 1 {
-        "true"
-    } else {
-        "false"
-    }
-    .into())
+    let update = Stmt::exec(
+        format!(
+            "UPDATE {} SET status = 'pending', error = NULL WHERE id = ? AND status = 'failed'",
+            t.run
+        ),
+        vec![s(run_id)],
+    );
+    write_then_enqueue(e, t, update, run_id).await
 }
 
 /// §3.18 — insert or overwrite the definition, keeping the schedule state.
@@ -749,10 +762,5 @@ pub async fn advance_cron<E: Exec>(
             true,
         )
         .await?;
-    Ok(if out[0].affected == 1 {
-        "true"
-    } else {
-        "false"
-    }
-    .into())
+    Ok(flag(out[0].affected == 1))
 }
