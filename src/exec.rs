@@ -138,34 +138,46 @@ impl PoolHandle {
     }
 }
 
-/// Renders statements into one multi-statement text.
+/// Renders each statement (with the optional `BEGIN`/`COMMIT` around them) into its own text.
 fn render(
     prefix: Option<&str>,
     stmts: &[Stmt],
     suffix: Option<&str>,
     mode: literal::Escaping,
-) -> Result<String> {
-    let size: usize = stmts
-        .iter()
-        .map(|s| s.text.len() + 16 * s.params.len())
-        .sum();
-    let mut text = String::with_capacity(size + 32);
-    if let Some(p) = prefix {
-        text.push_str(p);
-    }
+) -> Result<Vec<String>> {
+    let mut parts = Vec::with_capacity(stmts.len() + 2);
+    parts.extend(prefix.map(str::to_string));
     for s in stmts {
-        if !text.is_empty() {
-            text.push(';');
-        }
+        let mut text = String::with_capacity(s.text.len() + 16 * s.params.len());
         literal::interpolate(&s.text, &s.params, &mut text, mode).map_err(Error::Invalid)?;
+        parts.push(text);
     }
-    if let Some(sfx) = suffix {
-        if !text.is_empty() {
-            text.push(';');
+    parts.extend(suffix.map(str::to_string));
+    Ok(parts)
+}
+
+/// Groups statement texts into multi-statement packets no larger than `limit` bytes (usually
+/// one packet; a large `startManyRuns` may need several). A single statement over the limit is
+/// refused before anything is sent.
+fn pack(parts: Vec<String>, limit: usize) -> Result<Vec<(String, usize)>> {
+    let mut packets: Vec<(String, usize)> = Vec::new();
+    for part in parts {
+        if part.len() > limit {
+            return Err(Error::Invalid(format!(
+                "a statement of {} bytes exceeds the server's max_allowed_packet; reduce the size of the values passed",
+                part.len()
+            )));
         }
-        text.push_str(sfx);
+        match packets.last_mut() {
+            Some((text, count)) if text.len() + 1 + part.len() <= limit => {
+                text.push(';');
+                text.push_str(&part);
+                *count += 1;
+            }
+            _ => packets.push((part, 1)),
+        }
     }
-    Ok(text)
+    Ok(packets)
 }
 
 /// Sends one multi-statement text and collects exactly `expect` result sets in order.
@@ -205,30 +217,28 @@ impl NativeExec<'_> {
         }
         let n = stmts.len();
         let mode = literal::escaping_of(self.conn);
-        let text = render(
+        let parts = render(
             begin.then_some("BEGIN"),
             &stmts,
             commit.then_some("COMMIT"),
             mode,
         )?;
         let max = self.handle.max_packet.load(Ordering::Relaxed);
-        if max > 0 && text.len() as u64 + 64 > max {
-            return Err(Error::Invalid(format!(
-                "statement batch of {} bytes exceeds the server's max_allowed_packet ({} bytes)",
-                text.len(),
-                max
-            )));
-        }
-        self.handle.round_trips.fetch_add(1, Ordering::Relaxed);
+        // Leave room for the packet header and the server's own bookkeeping.
+        let limit = if max > 0 {
+            max.saturating_sub(1024).min(usize::MAX as u64) as usize
+        } else {
+            usize::MAX
+        };
+        let packets = pack(parts, limit)?;
         if begin {
             self.begun = true;
         }
-        let mut sets = send(
-            self.conn,
-            text,
-            n + usize::from(begin) + usize::from(commit),
-        )
-        .await?;
+        let mut sets = Vec::with_capacity(n + 2);
+        for (text, count) in packets {
+            self.handle.round_trips.fetch_add(1, Ordering::Relaxed);
+            sets.extend(send(self.conn, text, count).await?);
+        }
         if commit {
             self.committed = true;
             sets.pop();
@@ -323,5 +333,21 @@ where
             }
             other => return other.map_err(|e| handle.redact(e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pack;
+
+    #[test]
+    fn packs_statements_under_the_limit() {
+        let parts = vec!["aaaa".to_string(), "bb".to_string(), "cccc".to_string()];
+        let packets = pack(parts, 8).unwrap();
+        assert_eq!(
+            packets,
+            vec![("aaaa;bb".to_string(), 2), ("cccc".to_string(), 1)]
+        );
+        assert!(pack(vec!["x".repeat(9)], 8).is_err());
     }
 }
