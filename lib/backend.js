@@ -261,7 +261,7 @@ function createMysqlBackend(sql, opts = {}) {
       return { delivered: text === 'true' };
     },
     async markRunning(runId) {
-      return Number(await call(true, 'markRunning', () => [c.str(runId, 'runId')]));
+      return Number(await call(false, 'markRunning', () => [c.str(runId, 'runId')]));
     },
     async checkpointStep(cp, fx) {
       const text = await call(fx !== undefined && fx !== null, 'checkpointStep', () => {

@@ -165,13 +165,9 @@ impl NativeBackend {
 
     #[napi]
     pub async fn mark_running(&self, run_id: String, via: Option<RunFn>) -> napi::Result<String> {
-        unit!(
-            self,
-            via,
-            transaction,
-            (run_id),
-            |e, t| store::mark_running(e, t, run_id)
-        )
+        unit!(self, via, autocommit, (run_id), |e, t| store::mark_running(
+            e, t, run_id
+        ))
     }
 
     /// Without an outbox the checkpoint needs no transaction (see `store::checkpoint_step`).

@@ -52,6 +52,8 @@ impl Stmt {
 pub struct Outcome {
     pub rows: Vec<Vec<Value>>,
     pub affected: u64,
+    /// The OK packet's last-insert id (also set by `LAST_INSERT_ID(expr)` in an UPDATE).
+    pub insert_id: u64,
 }
 
 /// Runs batches of statements. `last` marks the final batch of a unit of work, letting a
@@ -189,10 +191,12 @@ async fn send(conn: &mut Conn, text: String, expect: usize) -> Result<Vec<Outcom
     let mut out = Vec::with_capacity(expect);
     for _ in 0..expect {
         let affected = result.affected_rows();
+        let insert_id = result.last_insert_id().unwrap_or(0);
         let rows: Vec<Row> = result.collect().await?;
         out.push(Outcome {
             rows: rows.into_iter().map(Row::unwrap).collect(),
             affected,
+            insert_id,
         });
     }
     drop(result);

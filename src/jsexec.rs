@@ -44,12 +44,17 @@ impl JsExec {
                 .iter()
                 .map(|row| stmt.cols.iter().map(|c| from_json(row.get(*c))).collect())
                 .collect();
-            Ok(Outcome { rows, affected: 0 })
+            Ok(Outcome {
+                rows,
+                affected: 0,
+                insert_id: 0,
+            })
         } else {
             let num = |k: &str| parsed.get(k).and_then(J::as_f64).unwrap_or(0.0).max(0.0) as u64;
             Ok(Outcome {
                 rows: Vec::new(),
                 affected: num("affectedRows"),
+                insert_id: num("insertId"),
             })
         }
     }

@@ -142,6 +142,13 @@ pub async fn ack<E: Exec>(
     at: i64,
 ) -> Result<String> {
     let params = vec![s(run_id), s(token), i(at), i(version)];
+    // The two writes exclude each other (version = / <>); in one session the release is skipped
+    // outright when the delete already removed the job.
+    let only_if_not_deleted = if e.one_session() {
+        "ROW_COUNT() = 0 AND "
+    } else {
+        ""
+    };
     e.batch(
         vec![
             Stmt::exec(
@@ -151,7 +158,7 @@ pub async fn ack<E: Exec>(
             Stmt::exec(
                 format!(
                     "UPDATE {} SET lease_token = NULL, lease_expires = NULL, run_at = 0 \
-                     WHERE run_id = ? AND lease_token = ? AND lease_expires > ? AND version <> ?",
+                     WHERE {only_if_not_deleted}run_id = ? AND lease_token = ? AND lease_expires > ? AND version <> ?",
                     t.job
                 ),
                 params,

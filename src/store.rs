@@ -374,20 +374,38 @@ fn flag(b: bool) -> String {
     if b { "true" } else { "false" }.into()
 }
 
-/// §3.8 — bump attempts unless terminal; one round trip.
+/// §3.8 — bump attempts unless terminal, in one round trip and without a transaction: the
+/// UPDATE is atomic and hands its new `attempts` back through `LAST_INSERT_ID(expr)` in its OK
+/// packet, so no other writer can slip in between write and read. Only when it matched nothing
+/// (terminal or unknown run) is the current row read.
 pub async fn mark_running<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Result<String> {
+    let only_if_unmatched = if e.one_session() {
+        "ROW_COUNT() = 0 AND "
+    } else {
+        ""
+    };
     let out = e
         .batch(
             vec![
                 Stmt::exec(
-                    format!("UPDATE {} SET status = 'running', attempts = attempts + 1 WHERE id = ? AND status NOT IN {TERMINAL}", t.run),
+                    format!(
+                        "UPDATE {} SET status = 'running', attempts = LAST_INSERT_ID(attempts + 1) WHERE id = ? AND status NOT IN {TERMINAL}",
+                        t.run
+                    ),
                     vec![s(run_id)],
                 ),
-                Stmt::query(format!("SELECT attempts FROM {} WHERE id = ?", t.run), vec![s(run_id)], &["attempts"]),
+                Stmt::query(
+                    format!("SELECT attempts FROM {} WHERE {only_if_unmatched}id = ?", t.run),
+                    vec![s(run_id)],
+                    &["attempts"],
+                ),
             ],
             true,
         )
         .await?;
+    if out[0].affected == 1 && out[0].insert_id > 0 {
+        return Ok(out[0].insert_id.to_string());
+    }
     let row = out[1]
         .rows
         .first()
