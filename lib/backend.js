@@ -62,21 +62,25 @@ function zeroRunStats() {
 
 // ---- argument encoding --------------------------------------------------------------------
 
-function specOf(spec, name) {
+/** `null` counts as absent for optional fields, as in the JavaScript package (`?? default`). */
+const absent = (v) => v === undefined || v === null;
+
+function specOf(spec, name, { emptyKeyIsAbsent = true } = {}) {
   c.obj(spec, name);
-  const tags = spec.tags === undefined ? undefined : c.arr(spec.tags, `${name}.tags`);
+  const tags = absent(spec.tags) ? undefined : c.arr(spec.tags, `${name}.tags`);
   if (tags) tags.forEach((t, i) => c.longStr(t, `${name}.tags[${i}]`));
   const key = spec.idempotencyKey;
   return {
     name: c.str(spec.name, `${name}.name`),
     version: c.int(spec.version, `${name}.version`),
     input: c.json(spec.input, `${name}.input`),
-    idempotencyKey: key === undefined || key === '' ? undefined : c.str(key, `${name}.idempotencyKey`),
+    // startRun treats "" as no key; a spawn stores "" as a key (both as the JavaScript package).
+    idempotencyKey: absent(key) || (key === '' && emptyKeyIsAbsent) ? undefined : c.str(key, `${name}.idempotencyKey`),
     tags: c.json(tags, `${name}.tags`),
-    parentRunId: c.optStr(spec.parentRunId, `${name}.parentRunId`),
-    parentCursorKey: c.optStr(spec.parentCursorKey, `${name}.parentCursorKey`),
-    depth: spec.depth === undefined ? 0 : c.int(spec.depth, `${name}.depth`),
-    createdAt: c.optMs(spec.createdAt, `${name}.createdAt`, Date.now()),
+    parentRunId: absent(spec.parentRunId) ? undefined : c.str(spec.parentRunId, `${name}.parentRunId`),
+    parentCursorKey: absent(spec.parentCursorKey) ? undefined : c.str(spec.parentCursorKey, `${name}.parentCursorKey`),
+    depth: absent(spec.depth) ? 0 : c.int(spec.depth, `${name}.depth`),
+    createdAt: absent(spec.createdAt) ? Date.now() : c.ms(spec.createdAt, `${name}.createdAt`),
   };
 }
 
@@ -85,7 +89,7 @@ function enqueueOpts(opts, name) {
   c.obj(opts, name);
   return {
     runAt: opts.runAt ? c.ms(opts.runAt, `${name}.runAt`) : 0,
-    priority: opts.priority === undefined ? 0 : c.int(opts.priority, `${name}.priority`),
+    priority: absent(opts.priority) ? 0 : c.int(opts.priority, `${name}.priority`),
   };
 }
 
@@ -102,7 +106,8 @@ function outboxOf(fx, name) {
       const n = `${name}.spawn[${i}]`;
       c.obj(s, n);
       const e = enqueueOpts(s.enqueue, `${n}.enqueue`);
-      return { runId: c.str(s.runId, `${n}.runId`), spec: specOf(s.spec, `${n}.spec`), runAt: e.runAt, priority: e.priority };
+      const spec = specOf(s.spec, `${n}.spec`, { emptyKeyIsAbsent: false });
+      return { runId: c.str(s.runId, `${n}.runId`), spec, runAt: e.runAt, priority: e.priority };
     });
   }
   if (fx.enqueue !== undefined) {
@@ -140,19 +145,29 @@ function statusList(s, name) {
 
 // ---- the wrapped-Sql bridge ---------------------------------------------------------------
 
-function jsonSafe(_key, value) {
+/** JSON replacer for driver rows: BigInt as digits, Buffer (binary-collated text) as UTF-8. */
+function jsonSafe(key, value) {
+  const raw = this[key]; // before Buffer#toJSON turned it into { type, data }
+  if (Buffer.isBuffer(raw)) return raw.toString('utf8');
   if (typeof value === 'bigint') return value.toString();
-  if (Buffer.isBuffer(value)) return value.toString('utf8');
   return value;
 }
 
-/** `(request JSON) => Promise<answer JSON>` over any object with query/exec (see jsexec.rs). */
-function bridge(sql) {
+/**
+ * `(request JSON) => Promise<answer JSON>` over any object with query/exec (see jsexec.rs).
+ * The first rejection is kept in `seen.error` so the caller gets its own error object back.
+ */
+function bridge(sql, seen) {
   return async (request) => {
-    const { q, t, p } = JSON.parse(request);
-    if (q) return JSON.stringify((await sql.query(t, p)) ?? [], jsonSafe);
-    const r = await sql.exec(t, p);
-    return JSON.stringify({ affectedRows: Number(r?.affectedRows ?? 0), insertId: Number(r?.insertId ?? 0) });
+    try {
+      const { q, t, p } = JSON.parse(request);
+      if (q) return JSON.stringify((await sql.query(t, p)) ?? [], jsonSafe);
+      const r = await sql.exec(t, p);
+      return JSON.stringify({ affectedRows: Number(r?.affectedRows ?? 0), insertId: Number(r?.insertId ?? 0) });
+    } catch (e) {
+      if (seen.error === undefined) seen.error = e;
+      throw e;
+    }
   };
 }
 
@@ -173,6 +188,9 @@ function createMysqlBackend(sql, opts = {}) {
       }
     : randomUUID;
 
+  // For claim: the user's generator is asked for exactly as many ids as rows get leased.
+  const idBatch = customId ? (n) => JSON.stringify(Array.from({ length: n }, () => newId())) : undefined;
+
   const native = nativeOf(sql);
   let nb;
   let run;
@@ -184,8 +202,15 @@ function createMysqlBackend(sql, opts = {}) {
       throw new TypeError('createMysqlBackend: sql must be mysqlPool(...) or an object with query, exec and tx');
     }
     nb = binding.NativeBackend.wrapped(prefix);
-    run = (tx, method, args) =>
-      tx ? sql.tx((t) => nb[method](...args, bridge(t))) : nb[method](...args, bridge(sql));
+    // The caller's own driver error (with its code/errno) is rethrown, not Rust's copy of it.
+    run = (tx, method, args) => {
+      const seen = { error: undefined };
+      const unit = (target) => nb[method](...args, bridge(target, seen));
+      const p = tx ? sql.tx(unit) : unit(sql);
+      return p.catch((e) => {
+        throw seen.error !== undefined ? seen.error : e;
+      });
+    };
   }
   // Validation errors reject (port methods always return promises).
   const call = (tx, method, build) => {
@@ -249,7 +274,8 @@ function createMysqlBackend(sql, opts = {}) {
     },
     async postSignal(runId, name, payload, opts) {
       const text = await call(true, 'postSignal', () => {
-        const key = opts === undefined || opts === null ? undefined : c.obj(opts, 'opts').idempotencyKey;
+        const raw = absent(opts) ? undefined : c.obj(opts, 'opts').idempotencyKey;
+        const key = absent(raw) ? undefined : raw;
         return [
           newId(),
           c.str(runId, 'runId'),
@@ -307,6 +333,8 @@ function createMysqlBackend(sql, opts = {}) {
       );
     },
     async listRuns(filter, page) {
+      // The JavaScript package turns `status: null` into `IN (NULL)`: a page that matches nothing.
+      if (filter !== null && typeof filter === 'object' && filter.status === null) return { runs: [], cursor: undefined };
       let limit;
       const text = await call(false, 'listRuns', () => {
         c.obj(filter, 'filter');
@@ -405,8 +433,7 @@ function createMysqlBackend(sql, opts = {}) {
         const limit = c.int(claimOpts.limit, 'opts.limit', 0, MAX_CLAIM);
         leaseMs = c.int(claimOpts.leaseMs, 'opts.leaseMs', 0, INT64);
         at = c.optMs(claimOpts.now, 'opts.now', Date.now());
-        const tokens = customId ? Array.from({ length: limit }, () => newId()) : undefined;
-        return [at, leaseMs, limit, tokens];
+        return [at, leaseMs, limit, idBatch];
       });
       const expires = at + leaseMs;
       return JSON.parse(text).map((l) => ({ runId: l.runId, token: l.token, expiresAt: new Date(expires), version: l.version }));

@@ -3,6 +3,7 @@
 // JS-side `Sql` object users and the backend share (query / exec / tx / close).
 const { inspect } = require('node:util');
 const binding = require('./binding');
+const { decorate } = require('./errors');
 
 const NATIVE = Symbol('iterativeflow.nativeSql');
 
@@ -174,13 +175,17 @@ function txSql(tx) {
     query(text, params) {
       return settle(() => {
         checkText(text);
-        return tx.query(text, paramsOf(params));
+        return tx.query(text, paramsOf(params)).catch((e) => {
+          throw decorate(e);
+        });
       });
     },
     exec(text, params) {
       return settle(() => {
         checkText(text);
-        return tx.exec(text, paramsOf(params));
+        return tx.exec(text, paramsOf(params)).catch((e) => {
+          throw decorate(e);
+        });
       });
     },
     tx(fn) {
@@ -215,9 +220,19 @@ class MysqlSql {
       return Promise.reject(typed(e));
     }
     this.#inflight++;
-    return p.finally(() => {
+    const done = () => {
       if (--this.#inflight === 0 && this.#onIdle) this.#onIdle();
-    });
+    };
+    return p.then(
+      (v) => {
+        done();
+        return v;
+      },
+      (e) => {
+        done();
+        throw decorate(e);
+      },
+    );
   }
 
   query(text, params) {

@@ -8,7 +8,7 @@
 use crate::args::{CheckpointArg, CronArg, ListArg, OutboxArg, SpecArg};
 use crate::error::Error;
 use crate::exec::{self, PoolHandle};
-use crate::jsexec::{JsExec, RunFn};
+use crate::jsexec::{IdFn, JsExec, JsIds, RunFn};
 use crate::schema::Tables;
 use crate::sql::NativeSql;
 use crate::{queue, store, timer};
@@ -359,15 +359,16 @@ impl NativeBackend {
         at: i64,
         lease_ms: i64,
         limit: i64,
-        token_ids: Option<Vec<String>>,
+        id_fn: Option<IdFn>,
         via: Option<RunFn>,
     ) -> napi::Result<String> {
+        let ids = id_fn.map(JsIds);
         unit!(
             self,
             via,
             transaction,
-            (at, lease_ms, limit, token_ids),
-            |e, t| queue::claim(e, t, *at, *lease_ms, *limit, token_ids.as_deref())
+            (at, lease_ms, limit, ids),
+            |e, t| queue::claim(e, t, *at, *lease_ms, *limit, ids.as_ref())
         )
     }
 

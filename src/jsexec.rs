@@ -109,3 +109,28 @@ fn from_json(v: Option<&J>) -> Value {
         Some(other) => Value::Bytes(other.to_string().into_bytes()),
     }
 }
+
+/// JS function `(n: number) => string` answering a JSON array of `n` fresh ids (the user's `id`
+/// option), called only for as many ids as are actually needed.
+pub type IdFn = ThreadsafeFunction<u32, String, u32, Status, false>;
+
+/// Ids from the user's generator, fetched in one JS call per batch.
+pub struct JsIds(pub IdFn);
+
+impl JsIds {
+    /// `n` ids from the generator.
+    pub async fn take(&self, n: usize) -> Result<Vec<String>> {
+        let count =
+            u32::try_from(n).map_err(|_| Error::Invalid("too many ids requested".into()))?;
+        let text = self.0.call_async_catch(count).await.map_err(js_err)?;
+        let ids: Vec<String> = serde_json::from_str(&text)
+            .map_err(|e| Error::Js(format!("opts.id() returned unusable ids: {e}")))?;
+        if ids.len() != n {
+            return Err(Error::Js(format!(
+                "opts.id(): expected {n} ids, got {}",
+                ids.len()
+            )));
+        }
+        Ok(ids)
+    }
+}

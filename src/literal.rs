@@ -60,7 +60,10 @@ pub fn placeholder_offsets(sql: &str) -> Vec<usize> {
                     i += 1;
                 }
             }
-            b'-' if b.get(i + 1) == Some(&b'-') => {
+            // `-- ` starts a comment only when followed by whitespace (or the end), as in MySQL.
+            b'-' if b.get(i + 1) == Some(&b'-')
+                && b.get(i + 2).is_none_or(|c| c.is_ascii_whitespace()) =>
+            {
                 while i < b.len() && b[i] != b'\n' {
                     i += 1;
                 }
@@ -278,6 +281,12 @@ mod tests {
             Escaping::Backslash
         )
         .is_err());
+    }
+
+    #[test]
+    fn double_dash_needs_whitespace_to_start_a_comment() {
+        assert_eq!(placeholder_offsets("SELECT 1--?").len(), 1);
+        assert_eq!(placeholder_offsets("SELECT 1 -- ?").len(), 0);
     }
 
     #[test]

@@ -57,8 +57,17 @@ pub fn enqueue(t: &Tables, run_id: &str, run_at: i64, priority: i64) -> Stmt {
     )
 }
 
-/// The queue upsert applied only when the guard holds.
-pub fn enqueue_if_won(t: &Tables, run_id: &str, run_at: i64, priority: i64) -> Stmt {
+/// The queue upsert, guarded (applied only when the won flag holds) or plain.
+pub fn enqueue_guarded(
+    t: &Tables,
+    run_id: &str,
+    run_at: i64,
+    priority: i64,
+    guarded: bool,
+) -> Stmt {
+    if !guarded {
+        return enqueue(t, run_id, run_at, priority);
+    }
     Stmt::exec(
         format!(
             "INSERT INTO {} (run_id, run_at, priority, version) SELECT ?, ?, ?, 1 FROM DUAL WHERE {WON} = 1 {ENQUEUE_CONFLICT}",
@@ -76,35 +85,59 @@ pub fn schedule(t: &Tables, run_id: &str, fire_at: i64) -> Stmt {
     )
 }
 
-/// All statements of `fx`, in the contract's order, guarded by the won flag.
-pub fn statements(t: &Tables, fx: &OutboxArg) -> Vec<Stmt> {
+/// All statements of `fx`, in the contract's order. `guarded` adds the won-flag condition to each
+/// (one-batch path); unguarded they are exactly the plain statements, sent only after the
+/// guarding write is known to have won (wrapped path).
+pub fn statements(t: &Tables, fx: &OutboxArg, guarded: bool) -> Vec<Stmt> {
+    let (from_dual, and_won) = if guarded {
+        (
+            format!(" FROM DUAL WHERE {WON} = 1"),
+            format!(" AND {WON} = 1"),
+        )
+    } else {
+        (String::new(), String::new())
+    };
     let mut out = Vec::new();
     for sp in fx.spawn.iter().flatten() {
-        out.push(Stmt::exec(
-            format!(
-                "INSERT IGNORE INTO {} {RUN_COLS} SELECT ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE {WON} = 1",
-                t.run
-            ),
-            run_params(&sp.run_id, &sp.spec),
+        out.push(if guarded {
+            Stmt::exec(
+                format!(
+                    "INSERT IGNORE INTO {} {RUN_COLS} SELECT ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?{from_dual}",
+                    t.run
+                ),
+                run_params(&sp.run_id, &sp.spec),
+            )
+        } else {
+            insert_run(t, true, &sp.run_id, &sp.spec)
+        });
+        out.push(enqueue_guarded(
+            t,
+            &sp.run_id,
+            sp.run_at,
+            sp.priority,
+            guarded,
         ));
-        out.push(enqueue_if_won(t, &sp.run_id, sp.run_at, sp.priority));
     }
     for e in fx.enqueue.iter().flatten() {
-        out.push(enqueue_if_won(t, &e.run_id, e.run_at, e.priority));
+        out.push(enqueue_guarded(t, &e.run_id, e.run_at, e.priority, guarded));
     }
     for tm in fx.timers.iter().flatten() {
-        out.push(Stmt::exec(
-            format!(
-                "INSERT INTO {} (run_id, fire_at) SELECT ?, ? FROM DUAL WHERE {WON} = 1 ON DUPLICATE KEY UPDATE fire_at = VALUES(fire_at)",
-                t.timer
-            ),
-            vec![s(&tm.run_id), i(tm.fire_at)],
-        ));
+        out.push(if guarded {
+            Stmt::exec(
+                format!(
+                    "INSERT INTO {} (run_id, fire_at) SELECT ?, ?{from_dual} ON DUPLICATE KEY UPDATE fire_at = VALUES(fire_at)",
+                    t.timer
+                ),
+                vec![s(&tm.run_id), i(tm.fire_at)],
+            )
+        } else {
+            schedule(t, &tm.run_id, tm.fire_at)
+        });
     }
     if let Some(ids) = fx.cancel_timers.as_ref().filter(|v| !v.is_empty()) {
         out.push(Stmt::exec(
             format!(
-                "DELETE FROM {} WHERE run_id IN {} AND {WON} = 1",
+                "DELETE FROM {} WHERE run_id IN {}{and_won}",
                 t.timer,
                 holes(ids.len())
             ),
@@ -114,7 +147,7 @@ pub fn statements(t: &Tables, fx: &OutboxArg) -> Vec<Stmt> {
     if let Some(ids) = fx.consume_signals.as_ref().filter(|v| !v.is_empty()) {
         out.push(Stmt::exec(
             format!(
-                "DELETE FROM {} WHERE id IN {} AND {WON} = 1",
+                "DELETE FROM {} WHERE id IN {}{and_won}",
                 t.signal,
                 holes(ids.len())
             ),
@@ -124,7 +157,7 @@ pub fn statements(t: &Tables, fx: &OutboxArg) -> Vec<Stmt> {
     if let Some(j) = &fx.join_target {
         out.push(Stmt::exec(
             format!(
-                "UPDATE {} SET join_remaining = ? WHERE id = ? AND {WON} = 1",
+                "UPDATE {} SET join_remaining = ? WHERE id = ?{and_won}",
                 t.run
             ),
             vec![i(j.count), s(&j.run_id)],

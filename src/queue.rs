@@ -3,6 +3,7 @@
 use crate::codec::{i, int, req_int, s, string, JsonOut};
 use crate::error::{Error, Result};
 use crate::exec::{Exec, Stmt};
+use crate::jsexec::JsIds;
 use crate::literal::holes;
 use crate::outbox;
 use crate::schema::Tables;
@@ -21,14 +22,15 @@ pub async fn enqueue<E: Exec>(
 }
 
 /// §4.2 — lock up to `limit` due jobs, then lease them all with ONE set-based UPDATE.
-/// `token_ids` are the caller's ids (custom `id` option); otherwise v4 UUIDs are made here.
+/// Token first halves come from the user's `id` option when given (one JS call for exactly the
+/// rows picked), otherwise v4 UUIDs are made here.
 pub async fn claim<E: Exec>(
     e: &mut E,
     t: &Tables,
     at: i64,
     lease_ms: i64,
     limit: i64,
-    token_ids: Option<&[String]>,
+    ids: Option<&JsIds>,
 ) -> Result<String> {
     let picked = e
         .batch(
@@ -51,12 +53,16 @@ pub async fn claim<E: Exec>(
         j.close_arr();
         return Ok(j.finish());
     }
+    let custom = match ids {
+        Some(source) => Some(source.take(rows.len()).await?),
+        None => None,
+    };
     let mut case = String::from("CASE run_id");
     let mut params = Vec::with_capacity(rows.len() * 3 + 1);
     let mut leases = Vec::with_capacity(rows.len());
     for (n, r) in rows.iter().enumerate() {
         let run_id = string(&r[0]).unwrap_or_default();
-        let first_half = match token_ids.and_then(|ids| ids.get(n)) {
+        let first_half = match custom.as_ref().and_then(|ids| ids.get(n)) {
             Some(id) => id.clone(),
             None => uuid::Uuid::new_v4().to_string(),
         };

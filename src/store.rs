@@ -356,17 +356,74 @@ async fn write_then_enqueue<E: Exec>(
     write: Stmt,
     run_id: &str,
 ) -> Result<String> {
-    let out = e
-        .batch(
-            vec![
-                write,
-                capture_won("= 1"),
-                outbox::enqueue_if_won(t, run_id, 0, 0),
-            ],
-            true,
-        )
-        .await?;
-    Ok(flag(out[0].affected == 1))
+    let (won, _) = guarded_write(
+        e,
+        write,
+        Won::ExactlyOne,
+        |guarded| vec![outbox::enqueue_guarded(t, run_id, 0, 0, guarded)],
+        Vec::new(),
+    )
+    .await?;
+    Ok(flag(won))
+}
+
+/// When a guarding write counts as won.
+#[derive(Clone, Copy)]
+enum Won {
+    /// Exactly one row inserted/changed (INSERT IGNORE, retry, signal).
+    ExactlyOne,
+    /// At least one row matched (status writes, found-rows semantics).
+    Any,
+}
+
+impl Won {
+    fn holds(self, affected: u64) -> bool {
+        match self {
+            Won::ExactlyOne => affected == 1,
+            Won::Any => affected > 0,
+        }
+    }
+    fn sql(self) -> &'static str {
+        match self {
+            Won::ExactlyOne => "= 1",
+            Won::Any => "> 0",
+        }
+    }
+}
+
+/// Runs `write`, then the statements of `effects` only if the write won, then `tail` (reads that
+/// always run), as one unit. In one session it is ONE batch: the win is captured in SQL and the
+/// effects are guarded by it. Otherwise (a wrapped JS `Sql`) the write goes alone and the plain
+/// effects follow only when it won — exactly the statements the JavaScript package sends.
+/// Returns whether the write won and the outcomes of `tail`.
+async fn guarded_write<E: Exec>(
+    e: &mut E,
+    write: Stmt,
+    won: Won,
+    effects: impl FnOnce(bool) -> Vec<Stmt>,
+    tail: Vec<Stmt>,
+) -> Result<(bool, Vec<Outcome>)> {
+    let n_tail = tail.len();
+    if e.one_session() {
+        let effects = effects(true);
+        let mut stmts = vec![write];
+        if !effects.is_empty() {
+            stmts.push(capture_won(won.sql()));
+            stmts.extend(effects);
+        }
+        stmts.extend(tail);
+        let mut out = e.batch(stmts, true).await?;
+        let first_affected = out.first().map_or(0, |o| o.affected);
+        let tail_out = out.split_off(out.len().saturating_sub(n_tail));
+        return Ok((won.holds(first_affected), tail_out));
+    }
+    let first = e.batch(vec![write], false).await?;
+    let did_win = won.holds(first.first().map_or(0, |o| o.affected));
+    if did_win {
+        e.batch(effects(false), false).await?;
+    }
+    let tail_out = e.batch(tail, true).await?;
+    Ok((did_win, tail_out))
 }
 
 /// A JSON boolean.
@@ -422,7 +479,7 @@ pub async fn checkpoint_step<E: Exec>(
     c: &CheckpointArg,
     fx: Option<&OutboxArg>,
 ) -> Result<String> {
-    let mut stmts = vec![Stmt::exec(
+    let insert = Stmt::exec(
         format!(
             "INSERT IGNORE INTO {} (run_id, cursor_key, status, result, error, attempts, shape) \
              SELECT ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE EXISTS (SELECT 1 FROM {} WHERE id = ?)",
@@ -438,13 +495,9 @@ pub async fn checkpoint_step<E: Exec>(
             opt_s(c.shape.as_deref()),
             s(&c.run_id),
         ],
-    )];
-    if let Some(fx) = fx {
-        stmts.push(capture_won("= 1"));
-        stmts.extend(outbox::statements(t, fx));
-    }
+    );
     // One row: whether the run exists, and the winning step (NULLs when there is none).
-    stmts.push(Stmt::query(
+    let read = Stmt::query(
         format!(
             "SELECT r.ok, s.status, s.result, s.error, s.attempts, s.shape \
              FROM (SELECT COUNT(*) AS ok FROM {} WHERE id = ?) r LEFT JOIN {} s ON s.run_id = ? AND s.cursor_key = ?",
@@ -452,8 +505,12 @@ pub async fn checkpoint_step<E: Exec>(
         ),
         vec![s(&c.run_id), s(&c.run_id), s(&c.cursor_key)],
         &["ok", "status", "result", "error", "attempts", "shape"],
-    ));
-    let mut out = e.batch(stmts, true).await?;
+    );
+    let effects = |guarded| {
+        fx.map(|fx| outbox::statements(t, fx, guarded))
+            .unwrap_or_default()
+    };
+    let (_, mut out) = guarded_write(e, insert, Won::ExactlyOne, effects, vec![read]).await?;
     let last = out.len() - 1;
     let row = first(&mut out, last)
         .ok_or_else(|| Error::Contract("checkpointStep: no result from the step read".into()))?;
@@ -474,13 +531,19 @@ pub async fn checkpoint_step<E: Exec>(
     Ok(j.finish())
 }
 
-/// Appends the guard capture and outbox statements when an outbox is given.
-fn with_outbox(t: &Tables, mut stmts: Vec<Stmt>, fx: Option<&OutboxArg>) -> Vec<Stmt> {
-    if let Some(fx) = fx {
-        stmts.push(capture_won("> 0"));
-        stmts.extend(outbox::statements(t, fx));
-    }
-    stmts
+/// A status write whose outbox applies only if it matched (found rows).
+async fn status_write<E: Exec>(
+    e: &mut E,
+    t: &Tables,
+    update: Stmt,
+    fx: Option<&OutboxArg>,
+) -> Result<String> {
+    let effects = |guarded| {
+        fx.map(|fx| outbox::statements(t, fx, guarded))
+            .unwrap_or_default()
+    };
+    guarded_write(e, update, Won::Any, effects, Vec::new()).await?;
+    Ok("null".into())
 }
 
 /// §3.10 — park a live run; the outbox applies only if the guarded UPDATE matched.
@@ -503,8 +566,7 @@ pub async fn suspend_run<E: Exec>(
         ),
         vec![s(status), s(run_id)],
     );
-    e.batch(with_outbox(t, vec![update], fx), true).await?;
-    Ok("null".into())
+    status_write(e, t, update, fx).await
 }
 
 /// §3.11 — terminal write guarded only by `status <> 'canceled'`.
@@ -524,8 +586,7 @@ pub async fn mark_terminal<E: Exec>(
         ),
         vec![s(status), opt_s(output), opt_s(error), s(run_id)],
     );
-    e.batch(with_outbox(t, vec![update], fx), true).await?;
-    Ok("null".into())
+    status_write(e, t, update, fx).await
 }
 
 /// §3.12 — newest-inserted first; JS derives the cursor from `last`.
