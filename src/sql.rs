@@ -255,6 +255,26 @@ impl NativeTx {
     }
 }
 
+impl NativeTx {
+    /// As `NativeSql::spawn_statement`, on this transaction's connection.
+    fn spawn_statement<'env, T, F>(
+        &self,
+        env: &'env Env,
+        text: String,
+        params: Option<Vec<Unknown>>,
+        shape: F,
+    ) -> napi::Result<PromiseRaw<'env, T>>
+    where
+        T: ToNapiValue + Send + 'static,
+        F: FnOnce((UserRows, u64, u64)) -> T + Send + 'static,
+    {
+        let params = convert_params(params)?;
+        params::check_count(&text, &params)?;
+        let (conn, handle) = (self.conn.clone(), self.handle.clone());
+        env.spawn_future(async move { Ok(shape(NativeTx::run(conn, handle, text, params).await?)) })
+    }
+}
+
 #[napi]
 impl NativeTx {
     /// `query` inside the transaction.
@@ -265,10 +285,7 @@ impl NativeTx {
         text: String,
         params: Option<Vec<Unknown>>,
     ) -> napi::Result<PromiseRaw<'env, UserRows>> {
-        let params = convert_params(params)?;
-        params::check_count(&text, &params)?;
-        let (conn, handle) = (self.conn.clone(), self.handle.clone());
-        env.spawn_future(async move { Ok(NativeTx::run(conn, handle, text, params).await?.0) })
+        self.spawn_statement(env, text, params, |(rows, _, _)| rows)
     }
 
     /// `exec` inside the transaction.
@@ -279,12 +296,8 @@ impl NativeTx {
         text: String,
         params: Option<Vec<Unknown>>,
     ) -> napi::Result<PromiseRaw<'env, WriteResult>> {
-        let params = convert_params(params)?;
-        params::check_count(&text, &params)?;
-        let (conn, handle) = (self.conn.clone(), self.handle.clone());
-        env.spawn_future(async move {
-            let (_, affected, insert_id) = NativeTx::run(conn, handle, text, params).await?;
-            Ok(WriteResult::new(affected, insert_id))
+        self.spawn_statement(env, text, params, |(_, affected, insert_id)| {
+            WriteResult::new(affected, insert_id)
         })
     }
 
