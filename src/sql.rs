@@ -52,7 +52,7 @@ fn convert_params(params: Option<Vec<Unknown>>) -> Result<Vec<Param>> {
 }
 
 /// Runs one user statement text and returns the first result set.
-async fn run_text(conn: &mut Conn, sql: &str, params: &[Param]) -> Result<(UserRows, u64, u64)> {
+async fn run_text(conn: &mut Conn, sql: &str, params: &[Param]) -> Result<Outcome> {
     let text = params::render(sql, params, literal::escaping_of(conn))?;
     let mut result = conn.query_iter(text).await?;
     let columns = result.columns();
@@ -65,6 +65,30 @@ async fn run_text(conn: &mut Conn, sql: &str, params: &[Param]) -> Result<(UserR
     Ok((UserRows::new(columns, rows), affected, insert_id))
 }
 
+/// What one user statement produced: rows, affected rows, insert id.
+type Outcome = (UserRows, u64, u64);
+
+/// Converts and checks parameters on the JS thread (JS values cannot cross to tokio), then runs
+/// the statement with `run` (a pooled connection, or a transaction's) and shapes the outcome.
+fn spawn_statement<'env, T, R, Fut, F>(
+    env: &'env Env,
+    text: String,
+    params: Option<Vec<Unknown>>,
+    run: R,
+    shape: F,
+) -> napi::Result<PromiseRaw<'env, T>>
+where
+    T: ToNapiValue + Send + 'static,
+    R: FnOnce(String, Vec<Param>) -> Fut,
+    Fut: std::future::Future<Output = Result<Outcome>> + Send + 'static,
+    F: FnOnce(Outcome) -> T + Send + 'static,
+{
+    let params = convert_params(params)?;
+    params::check_count(&text, &params)?;
+    let pending = run(text, params);
+    env.spawn_future(async move { Ok(shape(pending.await?)) })
+}
+
 impl WriteResult {
     fn new(affected: u64, insert_id: u64) -> Self {
         WriteResult {
@@ -75,30 +99,23 @@ impl WriteResult {
 }
 
 impl NativeSql {
-    /// Converts and checks parameters on the JS thread, then runs the statement on a pooled
-    /// connection and shapes the outcome with `shape`.
-    fn spawn_statement<'env, T, F>(
+    /// Runs a user statement on a pooled connection.
+    fn runner(
         &self,
-        env: &'env Env,
-        text: String,
-        params: Option<Vec<Unknown>>,
-        shape: F,
-    ) -> napi::Result<PromiseRaw<'env, T>>
-    where
-        T: ToNapiValue + Send + 'static,
-        F: FnOnce((UserRows, u64, u64)) -> T + Send + 'static,
-    {
-        self.ensure_open()?;
-        let params = convert_params(params)?;
-        params::check_count(&text, &params)?;
+    ) -> impl FnOnce(
+        String,
+        Vec<Param>,
+    )
+        -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Outcome>> + Send>> {
         let handle = self.handle.clone();
-        env.spawn_future(async move {
-            let mut conn = handle.acquire().await?;
-            let outcome = run_text(&mut conn, &text, &params)
-                .await
-                .map_err(|e| handle.redact(e))?;
-            Ok(shape(outcome))
-        })
+        move |text, params| {
+            Box::pin(async move {
+                let mut conn = handle.acquire().await?;
+                run_text(&mut conn, &text, &params)
+                    .await
+                    .map_err(|e| handle.redact(e))
+            })
+        }
     }
 
     fn ensure_open(&self) -> Result<()> {
@@ -153,7 +170,8 @@ impl NativeSql {
         text: String,
         params: Option<Vec<Unknown>>,
     ) -> napi::Result<PromiseRaw<'env, UserRows>> {
-        self.spawn_statement(env, text, params, |(rows, _, _)| rows)
+        self.ensure_open()?;
+        spawn_statement(env, text, params, self.runner(), |(rows, _, _)| rows)
     }
 
     /// Runs a statement and resolves to `{ affectedRows, insertId }`.
@@ -164,9 +182,14 @@ impl NativeSql {
         text: String,
         params: Option<Vec<Unknown>>,
     ) -> napi::Result<PromiseRaw<'env, WriteResult>> {
-        self.spawn_statement(env, text, params, |(_, affected, insert_id)| {
-            WriteResult::new(affected, insert_id)
-        })
+        self.ensure_open()?;
+        spawn_statement(
+            env,
+            text,
+            params,
+            self.runner(),
+            |(_, affected, insert_id)| WriteResult::new(affected, insert_id),
+        )
     }
 
     /// Checks out one connection and starts a transaction on it (READ COMMITTED).
@@ -232,7 +255,7 @@ impl NativeTx {
         handle: Arc<PoolHandle>,
         sql: String,
         params: Vec<Param>,
-    ) -> Result<(UserRows, u64, u64)> {
+    ) -> Result<Outcome> {
         let mut guard = conn.lock().await;
         let c = guard
             .as_mut()
@@ -240,6 +263,18 @@ impl NativeTx {
         run_text(c, &sql, &params)
             .await
             .map_err(|e| handle.redact(e))
+    }
+
+    /// Runs a user statement on this transaction's connection.
+    fn runner(
+        &self,
+    ) -> impl FnOnce(
+        String,
+        Vec<Param>,
+    )
+        -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Outcome>> + Send>> {
+        let (conn, handle) = (self.conn.clone(), self.handle.clone());
+        move |text, params| Box::pin(NativeTx::run(conn, handle, text, params))
     }
 
     async fn finish(&self, statement: &str) -> Result<()> {
@@ -255,26 +290,6 @@ impl NativeTx {
     }
 }
 
-impl NativeTx {
-    /// As `NativeSql::spawn_statement`, on this transaction's connection.
-    fn spawn_statement<'env, T, F>(
-        &self,
-        env: &'env Env,
-        text: String,
-        params: Option<Vec<Unknown>>,
-        shape: F,
-    ) -> napi::Result<PromiseRaw<'env, T>>
-    where
-        T: ToNapiValue + Send + 'static,
-        F: FnOnce((UserRows, u64, u64)) -> T + Send + 'static,
-    {
-        let params = convert_params(params)?;
-        params::check_count(&text, &params)?;
-        let (conn, handle) = (self.conn.clone(), self.handle.clone());
-        env.spawn_future(async move { Ok(shape(NativeTx::run(conn, handle, text, params).await?)) })
-    }
-}
-
 #[napi]
 impl NativeTx {
     /// `query` inside the transaction.
@@ -285,7 +300,7 @@ impl NativeTx {
         text: String,
         params: Option<Vec<Unknown>>,
     ) -> napi::Result<PromiseRaw<'env, UserRows>> {
-        self.spawn_statement(env, text, params, |(rows, _, _)| rows)
+        spawn_statement(env, text, params, self.runner(), |(rows, _, _)| rows)
     }
 
     /// `exec` inside the transaction.
@@ -296,9 +311,13 @@ impl NativeTx {
         text: String,
         params: Option<Vec<Unknown>>,
     ) -> napi::Result<PromiseRaw<'env, WriteResult>> {
-        self.spawn_statement(env, text, params, |(_, affected, insert_id)| {
-            WriteResult::new(affected, insert_id)
-        })
+        spawn_statement(
+            env,
+            text,
+            params,
+            self.runner(),
+            |(_, affected, insert_id)| WriteResult::new(affected, insert_id),
+        )
     }
 
     /// Commits and returns the connection to the pool.
