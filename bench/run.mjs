@@ -119,6 +119,17 @@ function mainThreadCpuUs() {
   return NaN
 }
 
+/** CPU time (user + system) of the private server process in µs, NaN when the server is not ours. */
+function serverCpuUs() {
+  try {
+    if (!server?.pid) return NaN
+    const s = readFileSync(`/proc/${server.pid}/stat`, 'utf8')
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ')
+    return ((Number(f[11]) + Number(f[12])) * 1e6) / 100
+  } catch {}
+  return NaN
+}
+
 const tableNames = (prefix) =>
   Object.fromEntries(['run', 'step', 'job', 'timer', 'signal', 'cron'].map((t) => [t, `\`${prefix}${t}\``]))
 
@@ -488,6 +499,7 @@ async function execute(sc, impl, { counted = false, size = sc.size } = {}) {
   const s0 = await statusCounters()
   const cpu0 = process.cpuUsage()
   const th0 = mainThreadCpuUs()
+  const srv0 = serverCpuUs()
   const elu0 = performance.eventLoopUtilization()
   const retries0 = transientRetries
   const internal0 = internalRetries()
@@ -496,6 +508,7 @@ async function execute(sc, impl, { counted = false, size = sc.size } = {}) {
   const ms = performance.now() - t0
   const elu = performance.eventLoopUtilization(elu0)
   const th = mainThreadCpuUs() - th0
+  const srv = serverCpuUs() - srv0
   const cpu = process.cpuUsage(cpu0)
   const s1 = await statusCounters()
   const wire = counted ? proxy.take() : undefined
@@ -512,6 +525,7 @@ async function execute(sc, impl, { counted = false, size = sc.size } = {}) {
     wire,
     cpuUsPerOp: (cpu.user + cpu.system) / ops,
     mainCpuUsPerOp: th / ops,
+    serverCpuUsPerOp: srv / ops,
     elu: elu.utilization,
   }
 }
@@ -631,6 +645,7 @@ async function main() {
         wire: counted?.wire,
         cpuUsPerOp: median(reps.map((r) => r.cpuUsPerOp)),
         mainCpuUsPerOp: median(reps.map((r) => r.mainCpuUsPerOp)),
+        serverCpuUsPerOp: median(reps.map((r) => r.serverCpuUsPerOp)),
         elu: median(reps.map((r) => r.elu)),
         retries: reps.reduce((a, r) => a + r.retries, 0),
       }
@@ -665,23 +680,23 @@ async function main() {
     `counted on the wire in a separate pass (${COUNT_FRACTION} of the size).\n`)
 
   // Detail table.
-  console.log('| scenario | impl | stmts/op | prepares/op | CPU µs/op (process) | CPU µs/op (main thread) | ELU | retries |')
-  console.log('|---|---|---:|---:|---:|---:|---:|---:|')
+  console.log('| scenario | impl | stmts/op | prepares/op | CPU µs/op (process) | CPU µs/op (main thread) | CPU µs/op (server) | ELU | retries |')
+  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|')
   for (const r of results) {
     for (const impl of impls) {
       const s = r.summary[impl.name]
       if (s.error) {
-        console.log(`| ${r.name} | ${impl.name} | FAILED: ${s.error.replace(/\|/g, '/').slice(0, 120)} | | | | | |`)
+        console.log(`| ${r.name} | ${impl.name} | FAILED: ${s.error.replace(/\|/g, '/').slice(0, 120)} | | | | | | |`)
         continue
       }
       console.log(
         `| ${r.name} | ${impl.name} | ${fmt(s.stmtsPerOp, 2)} | ${fmt(s.preparesPerOp, 2)} | ${fmt(s.cpuUsPerOp, 0)} | ` +
-          `${fmt(s.mainCpuUsPerOp, 0)} | ${fmt(s.elu, 2)} | ${s.retries} |`,
+          `${fmt(s.mainCpuUsPerOp, 0)} | ${fmt(s.serverCpuUsPerOp, 0)} | ${fmt(s.elu, 2)} | ${s.retries} |`,
       )
     }
   }
   console.log('\nstmts/op from the server\'s Questions counter (each statement of a multi-statement query counts; ' +
-    'prepares do not). Process CPU includes native worker threads; main-thread CPU is the JS thread alone. ' +
+    'prepares do not). Process CPU includes native worker threads; main-thread CPU is the JS thread alone; server CPU is the private server process (n/a with MYSQL_URL). ' +
     'retries = operations re-run after a deadlock or lock-wait timeout, by the bench or (native, from sql.stats()) ' +
     'inside the implementation; sum over the timed repetitions.')
 

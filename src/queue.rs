@@ -148,31 +148,29 @@ pub async fn ack<E: Exec>(
     at: i64,
 ) -> Result<String> {
     let params = vec![s(run_id), s(token), i(at), i(version)];
-    // The two writes exclude each other (version = / <>); in one session the release is skipped
-    // outright when the delete already removed the job.
-    let only_if_not_deleted = if e.one_session() {
-        "ROW_COUNT() = 0 AND "
+    // The two writes exclude each other (version = / <>): natively the release is only sent when
+    // the delete removed nothing (the job was re-enqueued during the lease), so a plain ack is
+    // one statement.
+    let delete = Stmt::exec(
+        format!("DELETE FROM {} WHERE run_id = ? AND lease_token = ? AND lease_expires > ? AND version = ?", t.job),
+        params.clone(),
+    );
+    let release = Stmt::exec(
+        format!(
+            "UPDATE {} SET lease_token = NULL, lease_expires = NULL, run_at = 0 \
+             WHERE run_id = ? AND lease_token = ? AND lease_expires > ? AND version <> ?",
+            t.job
+        ),
+        params,
+    );
+    if e.one_session() {
+        let out = e.batch(vec![delete], false).await?;
+        if out.first().map_or(0, |o| o.affected) == 0 {
+            e.batch(vec![release], true).await?;
+        }
     } else {
-        ""
-    };
-    e.batch(
-        vec![
-            Stmt::exec(
-                format!("DELETE FROM {} WHERE run_id = ? AND lease_token = ? AND lease_expires > ? AND version = ?", t.job),
-                params.clone(),
-            ),
-            Stmt::exec(
-                format!(
-                    "UPDATE {} SET lease_token = NULL, lease_expires = NULL, run_at = 0 \
-                     WHERE {only_if_not_deleted}run_id = ? AND lease_token = ? AND lease_expires > ? AND version <> ?",
-                    t.job
-                ),
-                params,
-            ),
-        ],
-        true,
-    )
-    .await?;
+        e.batch(vec![delete, release], true).await?;
+    }
     Ok("null".into())
 }
 

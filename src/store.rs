@@ -431,48 +431,56 @@ fn flag(b: bool) -> String {
     if b { "true" } else { "false" }.into()
 }
 
-/// §3.8 — bump attempts unless terminal, in one round trip and without a transaction: the
-/// UPDATE is atomic and hands its new `attempts` back through `LAST_INSERT_ID(expr)` in its OK
-/// packet, so no other writer can slip in between write and read. Only when it matched nothing
-/// (terminal or unknown run) is the current row read.
+/// §3.8 — bump attempts unless terminal, without a transaction: the UPDATE is atomic and hands
+/// its new `attempts` back through `LAST_INSERT_ID(expr)` in its OK packet, so no other writer
+/// can slip in between write and read. Only when it matched nothing (terminal or unknown run) is
+/// the current row read — natively as a second round trip, so the common case is one statement.
 pub async fn mark_running<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Result<String> {
-    let only_if_unmatched = if e.one_session() {
-        "ROW_COUNT() = 0 AND "
+    let update = Stmt::exec(
+        format!(
+            "UPDATE {} SET status = 'running', attempts = LAST_INSERT_ID(attempts + 1) WHERE id = ? AND status NOT IN {TERMINAL}",
+            t.run
+        ),
+        vec![s(run_id)],
+    );
+    let read = Stmt::query(
+        format!("SELECT attempts FROM {} WHERE id = ?", t.run),
+        vec![s(run_id)],
+        &["attempts"],
+    );
+    let (bumped, mut rows) = if e.one_session() {
+        let out = e.batch(vec![update], false).await?;
+        let bumped = out
+            .first()
+            .filter(|o| o.affected == 1 && o.insert_id > 0)
+            .map(|o| o.insert_id);
+        match bumped {
+            Some(n) => (Some(n), Vec::new()),
+            None => (None, e.batch(vec![read], true).await?),
+        }
     } else {
-        ""
+        let mut out = e.batch(vec![update, read], true).await?;
+        let bumped = out
+            .first()
+            .filter(|o| o.affected == 1 && o.insert_id > 0)
+            .map(|o| o.insert_id);
+        (bumped, out.split_off(1))
     };
-    let out = e
-        .batch(
-            vec![
-                Stmt::exec(
-                    format!(
-                        "UPDATE {} SET status = 'running', attempts = LAST_INSERT_ID(attempts + 1) WHERE id = ? AND status NOT IN {TERMINAL}",
-                        t.run
-                    ),
-                    vec![s(run_id)],
-                ),
-                Stmt::query(
-                    format!("SELECT attempts FROM {} WHERE {only_if_unmatched}id = ?", t.run),
-                    vec![s(run_id)],
-                    &["attempts"],
-                ),
-            ],
-            true,
-        )
-        .await?;
-    if out[0].affected == 1 && out[0].insert_id > 0 {
-        return Ok(out[0].insert_id.to_string());
+    if let Some(n) = bumped {
+        return Ok(n.to_string());
     }
-    let row = out[1]
-        .rows
-        .first()
+    let row = first(&mut rows, 0)
         .ok_or_else(|| Error::Contract(format!("markRunning: run {run_id} not found")))?;
     Ok(req_int(&row[0], "attempts")?.to_string())
 }
 
-/// §3.9 — first-writer-wins step insert plus its outbox, in one round trip. Without an outbox
-/// the unit is two autocommit statements (the insert is atomic on its own); with one, the caller
-/// runs it as a transaction so the outbox commits or rolls back with the step.
+/// §3.9 — first-writer-wins step insert plus its outbox.
+///
+/// The insert selects its values FROM the run row, so a missing run inserts nothing. When the
+/// insert wins, the stored memo is exactly the one sent (every column was validated to fit), so
+/// without an outbox the native path answers from the insert's OK packet alone: one statement,
+/// one round trip. Only a lost race (or an unknown run) reads the winner back. With an outbox
+/// the caller runs it as a transaction and the read rides in the same batch.
 pub async fn checkpoint_step<E: Exec>(
     e: &mut E,
     t: &Tables,
@@ -482,7 +490,7 @@ pub async fn checkpoint_step<E: Exec>(
     let insert = Stmt::exec(
         format!(
             "INSERT IGNORE INTO {} (run_id, cursor_key, status, result, error, attempts, shape) \
-             SELECT ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE EXISTS (SELECT 1 FROM {} WHERE id = ?)",
+             SELECT ?, ?, ?, ?, ?, ?, ? FROM {} WHERE id = ?",
             t.step, t.run
         ),
         vec![
@@ -496,39 +504,53 @@ pub async fn checkpoint_step<E: Exec>(
             s(&c.run_id),
         ],
     );
-    // One row: whether the run exists, and the winning step (NULLs when there is none).
-    let read = Stmt::query(
-        format!(
-            "SELECT r.ok, s.status, s.result, s.error, s.attempts, s.shape \
-             FROM (SELECT COUNT(*) AS ok FROM {} WHERE id = ?) r LEFT JOIN {} s ON s.run_id = ? AND s.cursor_key = ?",
-            t.run, t.step
-        ),
-        vec![s(&c.run_id), s(&c.run_id), s(&c.cursor_key)],
-        &["ok", "status", "result", "error", "attempts", "shape"],
-    );
-    let effects = |guarded| {
-        fx.map(|fx| outbox::statements(t, fx, guarded))
-            .unwrap_or_default()
+    let read = || {
+        Stmt::query(
+            format!(
+                "SELECT status, result, error, attempts, shape FROM {} WHERE run_id = ? AND cursor_key = ?",
+                t.step
+            ),
+            vec![s(&c.run_id), s(&c.cursor_key)],
+            &STEP_COLS[1..],
+        )
     };
-    let (_, mut out) = guarded_write(e, insert, Won::ExactlyOne, effects, vec![read]).await?;
+    let mut out = if fx.is_none() && e.one_session() {
+        let first = e.batch(vec![insert], false).await?;
+        if first.first().map_or(0, |o| o.affected) == 1 {
+            return Ok(echo_step(c));
+        }
+        e.batch(vec![read()], true).await?
+    } else {
+        let effects = |guarded| {
+            fx.map(|fx| outbox::statements(t, fx, guarded))
+                .unwrap_or_default()
+        };
+        guarded_write(e, insert, Won::ExactlyOne, effects, vec![read()])
+            .await?
+            .1
+    };
     let last = out.len() - 1;
+    // No step row after the insert: the run does not exist (or was deleted meanwhile).
     let row = first(&mut out, last)
-        .ok_or_else(|| Error::Contract("checkpointStep: no result from the step read".into()))?;
-    if int(&row[0]).unwrap_or(0) == 0 {
-        return Err(Error::Contract(format!(
-            "checkpointStep: run {} not found",
-            c.run_id
-        )));
-    }
-    if row[1] == Value::NULL {
-        return Err(Error::Contract(format!(
-            "checkpointStep: step {}/{} vanished after write",
-            c.run_id, c.cursor_key
-        )));
-    }
+        .ok_or_else(|| Error::Contract(format!("checkpointStep: run {} not found", c.run_id)))?;
     let mut j = JsonOut::new();
-    write_step(&mut j, &row[1..]);
+    write_step(&mut j, row);
     Ok(j.finish())
+}
+
+/// The step memo a winning insert stored, written from the checkpoint itself.
+fn echo_step(c: &CheckpointArg) -> String {
+    let text = |v: Option<&str>| v.map_or(Value::NULL, |t| Value::Bytes(t.as_bytes().to_vec()));
+    let row = [
+        Value::Bytes(c.status.as_bytes().to_vec()),
+        text(c.result.as_deref()),
+        text(c.error.as_deref()),
+        Value::Int(c.attempts),
+        text(c.shape.as_deref()),
+    ];
+    let mut j = JsonOut::new();
+    write_step(&mut j, &row);
+    j.finish()
 }
 
 /// A status write whose outbox applies only if it matched (found rows).
