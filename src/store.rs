@@ -12,6 +12,10 @@ use crate::outbox::{self, capture_won};
 use crate::schema::Tables;
 use mysql_async::Value;
 
+// Status writes by id say `FORCE INDEX (PRIMARY)`: without it the optimizer also weighs the
+// `run_status` index for the status condition (range analysis with index dives), measured at
+// about 15 µs of server CPU per statement for nothing — the primary key always wins.
+
 /// Terminal statuses as a SQL tuple.
 pub const TERMINAL: &str = "('done','failed','canceled')";
 const NON_SUCCESS_TERMINAL: &str = "('failed','canceled')";
@@ -438,7 +442,7 @@ fn flag(b: bool) -> String {
 pub async fn mark_running<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Result<String> {
     let update = Stmt::exec(
         format!(
-            "UPDATE {} SET status = 'running', attempts = LAST_INSERT_ID(attempts + 1) WHERE id = ? AND status NOT IN {TERMINAL}",
+            "UPDATE {} FORCE INDEX (PRIMARY) SET status = 'running', attempts = LAST_INSERT_ID(attempts + 1) WHERE id = ? AND status NOT IN {TERMINAL}",
             t.run
         ),
         vec![s(run_id)],
@@ -583,7 +587,7 @@ pub async fn suspend_run<E: Exec>(
     };
     let update = Stmt::exec(
         format!(
-            "UPDATE {} SET status = ?{reset} WHERE id = ? AND status NOT IN {TERMINAL}",
+            "UPDATE {} FORCE INDEX (PRIMARY) SET status = ?{reset} WHERE id = ? AND status NOT IN {TERMINAL}",
             t.run
         ),
         vec![s(status), s(run_id)],
@@ -603,7 +607,7 @@ pub async fn mark_terminal<E: Exec>(
 ) -> Result<String> {
     let update = Stmt::exec(
         format!(
-            "UPDATE {} SET status = ?, output = ?, error = ? WHERE id = ? AND status <> 'canceled'",
+            "UPDATE {} FORCE INDEX (PRIMARY) SET status = ?, output = ?, error = ? WHERE id = ? AND status <> 'canceled'",
             t.run
         ),
         vec![s(status), opt_s(output), opt_s(error), s(run_id)],
@@ -783,7 +787,7 @@ pub async fn delete_runs_older_than<E: Exec>(
 pub async fn retry_run<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Result<String> {
     let update = Stmt::exec(
         format!(
-            "UPDATE {} SET status = 'pending', error = NULL WHERE id = ? AND status = 'failed'",
+            "UPDATE {} FORCE INDEX (PRIMARY) SET status = 'pending', error = NULL WHERE id = ? AND status = 'failed'",
             t.run
         ),
         vec![s(run_id)],
