@@ -508,11 +508,14 @@ pub async fn checkpoint_step<E: Exec>(
             s(&c.run_id),
         ],
     );
+    // The winner, joined to its run so that a step left behind by a deleted run never answers
+    // for it (two primary-key lookups).
     let read = || {
         Stmt::query(
             format!(
-                "SELECT status, result, error, attempts, shape FROM {} WHERE run_id = ? AND cursor_key = ?",
-                t.step
+                "SELECT s.status, s.result, s.error, s.attempts, s.shape FROM {} s JOIN {} r ON r.id = s.run_id \
+                 WHERE s.run_id = ? AND s.cursor_key = ?",
+                t.step, t.run
             ),
             vec![s(&c.run_id), s(&c.cursor_key)],
             &STEP_COLS[1..],
@@ -533,7 +536,7 @@ pub async fn checkpoint_step<E: Exec>(
             .await?
             .1
     };
-    let last = out.len() - 1;
+    let last = out.len().saturating_sub(1);
     // No step row after the insert: the run does not exist (or was deleted meanwhile).
     let row = first(&mut out, last)
         .ok_or_else(|| Error::Contract(format!("checkpointStep: run {} not found", c.run_id)))?;

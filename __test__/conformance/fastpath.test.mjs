@@ -106,3 +106,18 @@ test('ack deletes a job in one statement and releases one re-enqueued during the
   assert.equal(row.lease_expires, null);
   assert.deepEqual(await ctx.claimIds(at(2)), [again], 'released job is claimable again at once');
 });
+
+test('a step row left behind by a deleted run never answers for it: the checkpoint still throws', async () => {
+  await ctx.rows(
+    `INSERT INTO ${ctx.t.step} (run_id, cursor_key, status, result, error, attempts, shape) VALUES ('gone', 's', 'ok', '1', NULL, 1, NULL)`,
+  );
+  await assert.rejects(
+    ctx.store.checkpointStep({ runId: 'gone', cursorKey: 's', status: 'ok', result: 2, attempts: 1 }),
+    /checkpointStep: run gone not found/,
+  );
+  await assert.rejects(
+    ctx.store.checkpointStep({ runId: 'gone', cursorKey: 's', status: 'ok', result: 2, attempts: 1 }, { enqueue: [{ runId: 'gone' }] }),
+    /checkpointStep: run gone not found/,
+  );
+  assert.equal(await ctx.count('job'), 0, 'no outbox applied');
+});
