@@ -452,30 +452,29 @@ pub async fn mark_running<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Resul
         vec![s(run_id)],
         &["attempts"],
     );
-    let (bumped, mut rows) = if e.one_session() {
+    let (count, mut rows) = if e.one_session() {
         let out = e.batch(vec![update], false).await?;
-        let bumped = out
-            .first()
-            .filter(|o| o.affected == 1 && o.insert_id > 0)
-            .map(|o| o.insert_id);
-        match bumped {
+        match bumped(&out) {
             Some(n) => (Some(n), Vec::new()),
             None => (None, e.batch(vec![read], true).await?),
         }
     } else {
         let mut out = e.batch(vec![update, read], true).await?;
-        let bumped = out
-            .first()
-            .filter(|o| o.affected == 1 && o.insert_id > 0)
-            .map(|o| o.insert_id);
-        (bumped, out.split_off(1))
+        (bumped(&out), out.split_off(1))
     };
-    if let Some(n) = bumped {
+    if let Some(n) = count {
         return Ok(n.to_string());
     }
     let row = first(&mut rows, 0)
         .ok_or_else(|| Error::Contract(format!("markRunning: run {run_id} not found")))?;
     Ok(req_int(&row[0], "attempts")?.to_string())
+}
+
+/// The new attempt count when the markRunning UPDATE (first outcome) bumped the run.
+fn bumped(out: &[Outcome]) -> Option<u64> {
+    out.first()
+        .filter(|o| o.affected == 1 && o.insert_id > 0)
+        .map(|o| o.insert_id)
 }
 
 /// §3.9 — first-writer-wins step insert plus its outbox.
