@@ -52,6 +52,12 @@ export interface PoolOptions {
   connectionLimit?: number;
   /** Maximum wait for a connection (checkout, or connect + handshake), ms (default 10 000). */
   acquireTimeoutMs?: number;
+  /**
+   * Maximum time one round trip on an open connection may go unanswered, ms (default 60 000;
+   * 0 = no bound). On expiry the call rejects, the connection is closed and the server is asked
+   * to kill its session.
+   */
+  queryTimeoutMs?: number;
   /** Prepared-statement cache per connection (default 64). */
   statementCacheSize?: number;
   ssl?: boolean | SslOptions;
@@ -61,7 +67,7 @@ export interface PoolOptions {
 export interface PoolStats {
   /** Round trips sent by the backend's executors. */
   roundTrips: number;
-  /** Transactions re-run after a deadlock or lock-wait timeout. */
+  /** Units of work re-run after a deadlock, lock-wait timeout or Galera certification failure. */
   deadlockRetries: number;
 }
 

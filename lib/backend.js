@@ -180,16 +180,17 @@ function createMysqlBackend(sql, opts = {}) {
   binding.checkPrefix(prefix);
   if (opts.id !== undefined && typeof opts.id !== 'function') throw new TypeError('createMysqlBackend: opts.id must be a function');
   const customId = opts.id;
-  const newId = customId
-    ? () => {
-        const v = customId();
-        if (typeof v !== 'string' || v.length === 0) throw new TypeError('opts.id() must return a non-empty string');
-        return v;
-      }
-    : randomUUID;
+  /** One id from the user's generator (a non-empty string); token halves may be any length. */
+  const generated = () => {
+    const v = customId();
+    if (typeof v !== 'string' || v.length === 0) throw new TypeError('opts.id() must return a non-empty string');
+    return v;
+  };
+  // Run and signal ids go into VARCHAR(191) keys: refused up front, like any other id.
+  const newId = customId ? () => c.str(generated(), 'the id returned by opts.id()') : randomUUID;
 
   // For claim: the user's generator is asked for exactly as many ids as rows get leased.
-  const idBatch = customId ? (n) => JSON.stringify(Array.from({ length: n }, () => newId())) : undefined;
+  const idBatch = customId ? (n) => JSON.stringify(Array.from({ length: n }, generated)) : undefined;
 
   const native = nativeOf(sql);
   let nb;
@@ -433,6 +434,7 @@ function createMysqlBackend(sql, opts = {}) {
         const limit = c.int(claimOpts.limit, 'opts.limit', 0, MAX_CLAIM);
         leaseMs = c.int(claimOpts.leaseMs, 'opts.leaseMs', 0, INT64);
         at = c.optMs(claimOpts.now, 'opts.now', Date.now());
+        c.expiry(at, leaseMs, 'opts.leaseMs');
         return [at, leaseMs, limit, idBatch];
       });
       const expires = at + leaseMs;
@@ -446,6 +448,7 @@ function createMysqlBackend(sql, opts = {}) {
         c.obj(hbOpts, 'opts');
         leaseMs = c.int(hbOpts.leaseMs, 'opts.leaseMs', 0, INT64);
         at = c.optMs(hbOpts.now, 'opts.now', Date.now());
+        c.expiry(at, leaseMs, 'opts.leaseMs');
         return [c.str(lease.runId, 'lease.runId'), c.longStr(lease.token, 'lease.token'), at, leaseMs];
       });
       return { ...lease, expiresAt: new Date(at + leaseMs) };

@@ -28,11 +28,25 @@ function int(v, name, min = -(2 ** 31), max = 2 ** 31 - 1) {
   return v;
 }
 
+/** The largest distance from the epoch a Date can hold (ECMAScript's time value range), ms. */
+const MAX_TIME = 8.64e15;
+
+const isDate = (v) => v instanceof Date || Object.prototype.toString.call(v) === '[object Date]';
+
+/** Epoch ms of a Date (from any realm); what its getTime() answers must be a valid time value. */
 function ms(v, name) {
-  if (!(v instanceof Date)) throw new TypeError(`${name} must be a Date, got ${typeName(v)}`);
+  if (!isDate(v)) throw new TypeError(`${name} must be a Date, got ${typeName(v)}`);
   const t = v.getTime();
   if (Number.isNaN(t)) throw new RangeError(`${name} is an invalid Date`);
+  if (!Number.isInteger(t) || Math.abs(t) > MAX_TIME) {
+    throw new RangeError(`${name} must be a Date within the valid range, its getTime() returned ${t}`);
+  }
   return t;
+}
+
+/** Refuses a lease whose expiry (`at + leaseMs`) would not be a valid Date. */
+function expiry(at, leaseMs, name) {
+  if (at + leaseMs > MAX_TIME) throw new RangeError(`${name}: the lease would expire after the last valid Date`);
 }
 
 function optMs(v, name, fallback) {
@@ -71,9 +85,9 @@ function oneOf(v, allowed, name) {
 
 function typeName(v) {
   if (v === null) return 'null';
-  if (v instanceof Date) return 'Date';
+  if (isDate(v)) return 'Date';
   if (Array.isArray(v)) return 'array';
   return typeof v;
 }
 
-module.exports = { str, optStr, longStr, int, ms, optMs, json, obj, arr, oneOf };
+module.exports = { str, optStr, longStr, int, ms, optMs, expiry, json, obj, arr, oneOf };

@@ -86,6 +86,7 @@ function fromUrl(text) {
     socketPath: p.get('socket') || p.get('socketPath') || undefined,
     connectionLimit: p.get('connectionLimit') || p.get('connection_limit') || undefined,
     acquireTimeoutMs: p.get('acquireTimeoutMs') || p.get('acquire_timeout_ms') || undefined,
+    queryTimeoutMs: p.get('queryTimeoutMs') || p.get('query_timeout_ms') || undefined,
     ssl: sslFromUrl(p),
     _sslNormalised: true,
   });
@@ -101,6 +102,7 @@ function normalise(o) {
     socketPath: optStr(o.socketPath, 'socketPath'),
     connectionLimit: optInt(o.connectionLimit, 'connectionLimit', 1, 10000),
     acquireTimeoutMs: optInt(o.acquireTimeoutMs, 'acquireTimeoutMs', 1, 2 ** 31 - 1),
+    queryTimeoutMs: optInt(o.queryTimeoutMs, 'queryTimeoutMs', 0, 2 ** 31 - 1),
     statementCacheSize: optInt(o.statementCacheSize, 'statementCacheSize', 0, 100000),
     ssl: o._sslNormalised ? o.ssl : sslFrom(o.ssl, 'ssl'),
   };

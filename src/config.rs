@@ -23,6 +23,9 @@ pub struct PoolConfig {
     /// How long a call may wait for a connection (checkout, or connect + handshake), in ms;
     /// default 10 000.
     pub acquire_timeout_ms: Option<u32>,
+    /// How long one round trip on an established connection may go unanswered, in ms, before
+    /// the call rejects and the connection is closed; default 60 000, 0 = no bound.
+    pub query_timeout_ms: Option<u32>,
     /// TLS: `true`/`require` = encrypt; see `SslConfig`.
     pub ssl: Option<SslConfig>,
     /// Prepared-statement cache per connection (user queries with parameters); default 64.
@@ -47,10 +50,15 @@ pub struct SslConfig {
 pub struct Settings {
     pub opts: mysql_async::Opts,
     pub acquire_timeout: Duration,
+    pub query_timeout: Option<Duration>,
     pub password: Option<String>,
 }
 
 const MAX_CONNECTIONS: u32 = 10_000;
+
+/// Default bound on an unanswered round trip: far above any statement the backend sends, and
+/// above the server's default lock wait (50 s), so only a silent network or server reaches it.
+const DEFAULT_QUERY_TIMEOUT_MS: u32 = 60_000;
 
 fn ident_ok(s: &str) -> bool {
     !s.contains('\0')
@@ -88,6 +96,10 @@ pub fn build(cfg: &PoolConfig) -> Result<Settings> {
     }
     let acquire_timeout =
         Duration::from_millis(u64::from(cfg.acquire_timeout_ms.unwrap_or(10_000).max(1)));
+    let query_timeout = match cfg.query_timeout_ms.unwrap_or(DEFAULT_QUERY_TIMEOUT_MS) {
+        0 => None,
+        ms => Some(Duration::from_millis(u64::from(ms))),
+    };
 
     let constraints = PoolConstraints::new(0, limit as usize)
         .ok_or_else(|| Error::Invalid("mysqlPool: invalid connectionLimit".into()))?;
@@ -119,6 +131,7 @@ pub fn build(cfg: &PoolConfig) -> Result<Settings> {
     Ok(Settings {
         opts: b.into(),
         acquire_timeout,
+        query_timeout,
         password: cfg.password.clone().filter(|p| !p.is_empty()),
     })
 }

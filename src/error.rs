@@ -6,7 +6,7 @@
 use napi::Status;
 
 /// What went wrong, by origin.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Error {
     /// Bad argument or option from the caller (maps to a JS `TypeError`-like message).
     Invalid(String),
@@ -16,8 +16,15 @@ pub enum Error {
         state: String,
         message: String,
     },
-    /// Connection, I/O, timeout or pool trouble.
+    /// Connection, I/O or pool trouble: the connection is unusable afterwards.
     Connection(String),
+    /// No answer within `queryTimeoutMs`: the connection was closed (a connection failure whose
+    /// outcome, for a write outside a transaction, is unknown).
+    Timeout(String),
+    /// A unit of work was rolled back before its COMMIT was sent because one of its checks did
+    /// not hold (e.g. an outbox guard that could not be evaluated). Nothing was committed, so the
+    /// whole unit may be re-run.
+    Aborted(String),
     /// The backend's own contract errors (run not found, lease lost, …).
     Contract(String),
     /// An error raised by a JS `Sql` wrapper (wrapped path).
@@ -28,27 +35,61 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
-    /// True for InnoDB deadlocks and lock-wait timeouts, which a whole-transaction retry cures.
+    /// True for InnoDB deadlocks and lock-wait timeouts (on Galera also certification failures,
+    /// reported as deadlocks) and for units aborted before COMMIT: a re-run of the whole unit
+    /// cures them, because nothing of it was committed.
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
             Error::Server {
                 code: 1213 | 1205,
                 ..
-            }
+            } | Error::Aborted(_)
         )
+    }
+
+    /// True when the connection the error came from must not be used again.
+    pub fn is_connection(&self) -> bool {
+        matches!(self, Error::Connection(_) | Error::Timeout(_))
+    }
+
+    /// True when the server has already rolled the whole transaction back (a deadlock or a
+    /// Galera brute-force abort), so later statements would run outside it.
+    pub fn ends_transaction(&self) -> bool {
+        self.is_connection() || matches!(self, Error::Server { code: 1213, .. } | Error::Aborted(_))
+    }
+
+    /// The same error with `f` applied to its message text.
+    pub fn map_message(self, f: impl Fn(String) -> String) -> Error {
+        match self {
+            Error::Server {
+                code,
+                state,
+                message,
+            } => Error::Server {
+                code,
+                state,
+                message: f(message),
+            },
+            Error::Connection(m) => Error::Connection(f(m)),
+            Error::Timeout(m) => Error::Timeout(f(m)),
+            Error::Aborted(m) => Error::Aborted(f(m)),
+            Error::Invalid(m) => Error::Invalid(f(m)),
+            Error::Contract(m) => Error::Contract(f(m)),
+            Error::Js(m) => Error::Js(f(m)),
+        }
     }
 
     /// Human-readable text without secrets.
     pub fn message(&self) -> String {
         match self {
-            Error::Invalid(m) | Error::Contract(m) | Error::Js(m) => m.clone(),
+            Error::Invalid(m) | Error::Contract(m) | Error::Js(m) | Error::Aborted(m) => m.clone(),
             Error::Server {
                 code,
                 state,
                 message,
             } => format!("{message} (errno {code}, sqlstate {state})"),
-            Error::Connection(m) => format!("MySQL connection error: {m}"),
+            Error::Connection(m) | Error::Timeout(m) => format!("MySQL connection error: {m}"),
         }
     }
 }

@@ -1,10 +1,10 @@
 //! Statement executors: the one seam between port logic and a database connection.
 //!
 //! Port logic builds lists of statements (`Stmt`) and hands them to an `Exec` in batches. The
-//! native executor renders a batch into one multi-statement text query — a whole transaction is
-//! usually ONE round trip, with `BEGIN` folded into the first batch and `COMMIT` into the last.
-//! The wrapped executor (`jsexec.rs`) sends the very same statements one by one through a user's
-//! JS `Sql` object.
+//! native executor renders a batch into one multi-statement text query (one round trip), with
+//! `BEGIN` folded into a transaction's first batch and `COMMIT` sent on its own once every
+//! statement was seen to succeed. The wrapped executor (`jsexec.rs`) sends statements one by one
+//! through a user's JS `Sql` object.
 
 use crate::error::{Error, Result};
 use crate::literal;
@@ -56,8 +56,7 @@ pub struct Outcome {
     pub insert_id: u64,
 }
 
-/// Runs batches of statements. `last` marks the final batch of a unit of work, letting a
-/// transactional executor append its `COMMIT` to the same round trip.
+/// Runs batches of statements; each batch is one round trip on the native executor.
 pub trait Exec: Send {
     /// Whether consecutive statements of one batch run in the same session even outside a
     /// transaction (true for the native executor; a wrapped JS pool may switch connections),
@@ -66,27 +65,28 @@ pub trait Exec: Send {
         true
     }
 
-    fn batch(
-        &mut self,
-        stmts: Vec<Stmt>,
-        last: bool,
-    ) -> impl Future<Output = Result<Vec<Outcome>>> + Send;
+    fn batch(&mut self, stmts: Vec<Stmt>) -> impl Future<Output = Result<Vec<Outcome>>> + Send;
 }
 
 /// Shared pool state: the driver pool plus settings and counters.
 pub struct PoolHandle {
     pub pool: Pool,
     pub acquire_timeout: Duration,
+    /// Bound on every round trip of an established connection (`queryTimeoutMs`; None = none).
+    pub query_timeout: Option<Duration>,
     pub password: Option<String>,
-    /// Transactions retried after a deadlock or lock-wait timeout.
+    /// Units of work re-run after a deadlock, lock-wait timeout or certification failure.
     pub retries: AtomicU64,
     /// Round trips sent by backend executors (for benchmarks and tests).
     pub round_trips: AtomicU64,
     pub max_packet: AtomicU64,
 }
 
-/// How many times a transaction is re-run after a deadlock before the error surfaces.
+/// How many times a unit of work is run at most before a transient error surfaces.
 pub const MAX_TX_ATTEMPTS: u32 = 8;
+
+/// How long closing a discarded connection may take (its socket may be black-holed).
+const DISCARD_BOUND: Duration = Duration::from_millis(200);
 
 impl PoolHandle {
     /// Checks out a connection, bounded by the acquire timeout.
@@ -110,51 +110,84 @@ impl PoolHandle {
         }
     }
 
+    /// Awaits one round trip on connection `conn_id`, bounded by `queryTimeoutMs`. On expiry the
+    /// server is asked (best effort, from another connection) to kill that connection, so that
+    /// it stops working and releases its locks; the caller must discard the connection.
+    pub async fn bounded<T>(
+        self: &Arc<Self>,
+        conn_id: u32,
+        round_trip: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let Some(limit) = self.query_timeout else {
+            return round_trip.await;
+        };
+        match tokio::time::timeout(limit, round_trip).await {
+            Ok(r) => r,
+            Err(_) => {
+                self.kill_later(conn_id);
+                Err(Error::Timeout(format!(
+                    "no answer from the server within {} ms (queryTimeoutMs); the connection was closed",
+                    limit.as_millis()
+                )))
+            }
+        }
+    }
+
+    /// `KILL CONNECTION conn_id` from a pooled connection, in the background and bounded.
+    fn kill_later(self: &Arc<Self>, conn_id: u32) {
+        let handle = self.clone();
+        tokio::spawn(async move {
+            let bound = handle
+                .acquire_timeout
+                .min(handle.query_timeout.unwrap_or(handle.acquire_timeout));
+            let kill = async {
+                let mut conn = handle.pool.get_conn().await?;
+                conn.query_drop(format!("KILL CONNECTION {conn_id}")).await
+            };
+            // Failure is fine: the server ends the session itself once it sees the socket close.
+            let _ = tokio::time::timeout(bound, kill).await;
+        });
+    }
+
     /// Replaces any occurrence of the password in an error message.
     pub fn redact(&self, e: Error) -> Error {
-        let Some(pw) = self.password.as_deref() else {
-            return e;
-        };
-        let clean = |m: String| {
-            if m.contains(pw) {
-                m.replace(pw, "***")
-            } else {
-                m
-            }
-        };
-        match e {
-            Error::Server {
-                code,
-                state,
-                message,
-            } => Error::Server {
-                code,
-                state,
-                message: clean(message),
-            },
-            Error::Connection(m) => Error::Connection(clean(m)),
-            Error::Invalid(m) => Error::Invalid(clean(m)),
-            Error::Contract(m) => Error::Contract(clean(m)),
-            Error::Js(m) => Error::Js(clean(m)),
+        match self.password.as_deref() {
+            Some(pw) => e.map_message(|m| {
+                if m.contains(pw) {
+                    m.replace(pw, "***")
+                } else {
+                    m
+                }
+            }),
+            None => e,
         }
     }
 }
 
-/// Renders each statement (with the optional `BEGIN`/`COMMIT` around them) into its own text.
-fn render(
-    prefix: Option<&str>,
-    stmts: &[Stmt],
-    suffix: Option<&str>,
-    mode: literal::Escaping,
-) -> Result<Vec<String>> {
-    let mut parts = Vec::with_capacity(stmts.len() + 2);
+/// Closes a connection that must not go back to the pool (after a connection failure or a
+/// timeout), without waiting on a silent network for more than `DISCARD_BOUND`.
+pub async fn discard(conn: Conn) {
+    // Dropping the future mid-way drops the connection marked disconnected: the pool discards it.
+    let _ = tokio::time::timeout(DISCARD_BOUND, conn.disconnect()).await;
+}
+
+/// Gives `conn` back to the pool (by dropping it), or closes it when `outcome` is a failure
+/// that leaves the connection unusable.
+pub async fn release<T>(conn: Conn, outcome: &Result<T>) {
+    if matches!(outcome, Err(e) if e.is_connection()) {
+        discard(conn).await;
+    }
+}
+
+/// Renders each statement (with an optional leading `BEGIN`) into its own text.
+fn render(prefix: Option<&str>, stmts: &[Stmt], mode: literal::Escaping) -> Result<Vec<String>> {
+    let mut parts = Vec::with_capacity(stmts.len() + 1);
     parts.extend(prefix.map(str::to_string));
     for s in stmts {
         let mut text = String::with_capacity(s.text.len() + 16 * s.params.len());
         literal::interpolate(&s.text, &s.params, &mut text, mode).map_err(Error::Invalid)?;
         parts.push(text);
     }
-    parts.extend(suffix.map(str::to_string));
     Ok(parts)
 }
 
@@ -204,29 +237,28 @@ async fn send(conn: &mut Conn, text: String, expect: usize) -> Result<Vec<Outcom
 }
 
 /// Native executor over one pooled connection, optionally inside a transaction.
+///
+/// Inside a transaction `BEGIN` rides on the first batch, but `COMMIT` never rides on any:
+/// `transaction` sends it alone, only after every batch was seen to succeed. A COMMIT folded
+/// into the writes' packet would be executed by the server even when the client never sees the
+/// results (a reset connection, a killed worker), and on Galera a certification abort inside
+/// such a packet was reported as success.
 pub struct NativeExec<'a> {
     conn: &'a mut Conn,
-    handle: &'a PoolHandle,
+    handle: &'a Arc<PoolHandle>,
     in_tx: bool,
     begun: bool,
-    committed: bool,
 }
 
 impl NativeExec<'_> {
-    async fn run_batch(&mut self, stmts: Vec<Stmt>, last: bool) -> Result<Vec<Outcome>> {
-        let begin = self.in_tx && !self.begun;
-        let commit = self.in_tx && last;
-        if stmts.is_empty() && !begin && !commit {
+    async fn run_batch(&mut self, stmts: Vec<Stmt>) -> Result<Vec<Outcome>> {
+        if stmts.is_empty() {
             return Ok(Vec::new());
         }
+        let begin = self.in_tx && !self.begun;
         let n = stmts.len();
         let mode = literal::escaping_of(self.conn);
-        let parts = render(
-            begin.then_some("BEGIN"),
-            &stmts,
-            commit.then_some("COMMIT"),
-            mode,
-        )?;
+        let parts = render(begin.then_some("BEGIN"), &stmts, mode)?;
         let max = self.handle.max_packet.load(Ordering::Relaxed);
         // Leave room for the packet header and the server's own bookkeeping.
         let limit = if max > 0 {
@@ -238,14 +270,12 @@ impl NativeExec<'_> {
         if begin {
             self.begun = true;
         }
-        let mut sets = Vec::with_capacity(n + 2);
+        let id = self.conn.id();
+        let mut sets = Vec::with_capacity(n + 1);
         for (text, count) in packets {
             self.handle.round_trips.fetch_add(1, Ordering::Relaxed);
-            sets.extend(send(self.conn, text, count).await?);
-        }
-        if commit {
-            self.committed = true;
-            sets.pop();
+            let round_trip = send(self.conn, text, count);
+            sets.extend(self.handle.bounded(id, round_trip).await?);
         }
         if begin && !sets.is_empty() {
             sets.remove(0);
@@ -261,38 +291,53 @@ impl NativeExec<'_> {
 }
 
 impl Exec for NativeExec<'_> {
-    fn batch(
-        &mut self,
-        stmts: Vec<Stmt>,
-        last: bool,
-    ) -> impl Future<Output = Result<Vec<Outcome>>> + Send {
-        self.run_batch(stmts, last)
+    fn batch(&mut self, stmts: Vec<Stmt>) -> impl Future<Output = Result<Vec<Outcome>>> + Send {
+        self.run_batch(stmts)
     }
 }
 
-/// Boxed future type for transaction bodies.
+/// Boxed future type for unit bodies.
 pub type BoxFut<'a, T> = std::pin::Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
 
-/// Runs `body` on one connection without a transaction (autocommit statements).
-pub async fn autocommit<T, F>(handle: &Arc<PoolHandle>, body: F) -> Result<T>
-where
-    F: for<'a, 'b> FnOnce(&'a mut NativeExec<'b>) -> BoxFut<'a, T>,
-{
-    let mut conn = handle.acquire().await?;
-    let mut exec = NativeExec {
-        conn: &mut conn,
-        handle,
-        in_tx: false,
-        begun: false,
-        committed: false,
-    };
-    let out = body(&mut exec).await;
-    out.map_err(|e| handle.redact(e))
+/// Sends one statement that ends a transaction (`COMMIT` / `ROLLBACK`), bounded.
+pub async fn finish(handle: &Arc<PoolHandle>, conn: &mut Conn, statement: &str) -> Result<()> {
+    handle.round_trips.fetch_add(1, Ordering::Relaxed);
+    let id = conn.id();
+    let sent = async { conn.query_drop(statement).await.map_err(Error::from) };
+    handle.bounded(id, sent).await
 }
 
-/// Runs `body` as one READ COMMITTED transaction, re-running it after deadlocks (bounded).
-/// `BEGIN` rides on the body's first batch and `COMMIT` on its last, so a body that sends one
-/// batch marked `last` costs exactly one round trip.
+/// Runs `body` on one connection without a transaction (autocommit statements). Every body
+/// given here is safe to re-run after a deadlock: a statement that fails with one was not
+/// applied, and the statements before it in the body are idempotent reads or writes.
+pub async fn autocommit<T, F>(handle: &Arc<PoolHandle>, mut body: F) -> Result<T>
+where
+    F: for<'a, 'b> FnMut(&'a mut NativeExec<'b>) -> BoxFut<'a, T>,
+{
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let mut conn = handle.acquire().await?;
+        let mut exec = NativeExec {
+            conn: &mut conn,
+            handle,
+            in_tx: false,
+            begun: false,
+        };
+        let result = body(&mut exec).await;
+        release(conn, &result).await;
+        match result {
+            Err(e) if e.is_transient() && attempt < MAX_TX_ATTEMPTS => {
+                backoff(handle, attempt).await
+            }
+            other => return other.map_err(|e| handle.redact(e)),
+        }
+    }
+}
+
+/// Runs `body` as one READ COMMITTED transaction, re-running it after deadlocks and aborts
+/// (bounded). `BEGIN` rides on the body's first batch; `COMMIT` follows as its own round trip
+/// once every statement was seen to succeed, so a body of one batch costs two round trips.
 pub async fn transaction<T, F>(handle: &Arc<PoolHandle>, mut body: F) -> Result<T>
 where
     F: for<'a, 'b> FnMut(&'a mut NativeExec<'b>) -> BoxFut<'a, T>,
@@ -301,43 +346,39 @@ where
     loop {
         attempt += 1;
         let mut conn = handle.acquire().await?;
-        let result = {
-            let mut exec = NativeExec {
-                conn: &mut conn,
-                handle,
-                in_tx: true,
-                begun: false,
-                committed: false,
-            };
-            let r = body(&mut exec).await;
-            let (begun, committed) = (exec.begun, exec.committed);
-            match r {
-                Ok(v) if committed || !begun => Ok(v),
-                Ok(v) => {
-                    handle.round_trips.fetch_add(1, Ordering::Relaxed);
-                    conn.query_drop("COMMIT")
-                        .await
-                        .map(|_| v)
-                        .map_err(Error::from)
+        let mut exec = NativeExec {
+            conn: &mut conn,
+            handle,
+            in_tx: true,
+            begun: false,
+        };
+        let result = body(&mut exec).await;
+        let begun = exec.begun;
+        let result = match result {
+            Ok(v) if begun => finish(handle, &mut conn, "COMMIT").await.map(|_| v),
+            Ok(v) => Ok(v),
+            Err(e) => {
+                if begun && !e.is_connection() {
+                    // A failed rollback means a broken connection; the pool discards it.
+                    let _ = finish(handle, &mut conn, "ROLLBACK").await;
                 }
-                Err(e) => {
-                    if begun {
-                        handle.round_trips.fetch_add(1, Ordering::Relaxed);
-                        // A failed rollback means a broken connection; the pool discards it.
-                        let _ = conn.query_drop("ROLLBACK").await;
-                    }
-                    Err(e)
-                }
+                Err(e)
             }
         };
+        release(conn, &result).await;
         match result {
             Err(e) if e.is_transient() && attempt < MAX_TX_ATTEMPTS => {
-                handle.retries.fetch_add(1, Ordering::Relaxed);
-                tokio::time::sleep(Duration::from_millis(u64::from(attempt) * 2)).await;
+                backoff(handle, attempt).await
             }
             other => return other.map_err(|e| handle.redact(e)),
         }
     }
+}
+
+/// Counts a re-run and waits a little longer each time, so that contenders spread out.
+async fn backoff(handle: &PoolHandle, attempt: u32) {
+    handle.retries.fetch_add(1, Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_millis(u64::from(attempt) * 2)).await;
 }
 
 #[cfg(test)]

@@ -69,7 +69,7 @@ impl Exec for JsExec {
         false
     }
 
-    async fn batch(&mut self, stmts: Vec<Stmt>, _last: bool) -> Result<Vec<Outcome>> {
+    async fn batch(&mut self, stmts: Vec<Stmt>) -> Result<Vec<Outcome>> {
         let mut out = Vec::with_capacity(stmts.len());
         for s in stmts {
             out.push(self.one(s).await?);

@@ -1,6 +1,8 @@
 //! Outbox statements (CONTRACT §7), each guarded by a SQL condition so the whole unit can be sent
 //! in one batch: the guard (`@ifw_won = 1`) is set from the guarding write's row count in the same
-//! transaction, so a losing checkpoint or a guarded status write applies nothing.
+//! transaction, so a losing checkpoint or a guarded status write applies nothing. The capture
+//! also hands the row count it saw back to the client, which aborts the unit when that is not
+//! the count the write reported (see `store::guarded_write`).
 
 use crate::args::{OutboxArg, SpecArg};
 use crate::codec::{i, opt_s, s};
@@ -11,9 +13,14 @@ use crate::schema::Tables;
 /// The session variable that carries "the guarding write won" between statements.
 pub const WON: &str = "@ifw_won";
 
-/// `SET @ifw_won := (ROW_COUNT() <op>)`, captured right after the guarding write.
+/// Captures `@ifw_won := (ROW_COUNT() <op>)` right after the guarding write, and answers the
+/// `ROW_COUNT()` it was computed from (one row, one column).
 pub fn capture_won(condition: &str) -> Stmt {
-    Stmt::exec(format!("SET {WON} := (ROW_COUNT() {condition})"), vec![])
+    Stmt::query(
+        format!("SELECT ROW_COUNT() AS n, {WON} := (ROW_COUNT() {condition}) AS won"),
+        vec![],
+        &["n", "won"],
+    )
 }
 
 const RUN_COLS: &str = "(id, name, version, status, input, idempotency_key, tags, parent_run_id, parent_cursor_key, depth, created_at)";

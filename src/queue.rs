@@ -16,7 +16,7 @@ pub async fn enqueue<E: Exec>(
     run_at: i64,
     priority: i64,
 ) -> Result<String> {
-    e.batch(vec![outbox::enqueue(t, run_id, run_at, priority)], true)
+    e.batch(vec![outbox::enqueue(t, run_id, run_at, priority)])
         .await?;
     Ok("null".into())
 }
@@ -42,9 +42,7 @@ pub async fn claim<E: Exec>(
                 ),
                 vec![i(at), i(at), i(limit)],
                 &["run_id", "version"],
-            )],
-            false,
-        )
+            )])
         .await?;
     let rows = &picked[0].rows;
     let mut j = JsonOut::new();
@@ -75,17 +73,14 @@ pub async fn claim<E: Exec>(
     case.push_str(" END");
     params.push(i(at + lease_ms));
     params.extend(leases.iter().map(|l| s(&l.0)));
-    e.batch(
-        vec![Stmt::exec(
-            format!(
-                "UPDATE {} SET lease_token = {case}, lease_expires = ? WHERE run_id IN {}",
-                t.job,
-                holes(leases.len())
-            ),
-            params,
-        )],
-        true,
-    )
+    e.batch(vec![Stmt::exec(
+        format!(
+            "UPDATE {} SET lease_token = {case}, lease_expires = ? WHERE run_id IN {}",
+            t.job,
+            holes(leases.len())
+        ),
+        params,
+    )])
     .await?;
     for (run_id, token, version) in &leases {
         j.open_obj();
@@ -126,9 +121,7 @@ pub async fn heartbeat<E: Exec>(
             vec![Stmt::exec(
                 format!("UPDATE {} SET lease_expires = ? WHERE run_id = ? AND lease_token = ? AND lease_expires > ?", t.job),
                 vec![i(at + lease_ms), s(run_id), s(token), i(at)],
-            )],
-            true,
-        )
+            )])
         .await?;
     if out[0].affected == 0 {
         return Err(Error::Contract(format!(
@@ -164,12 +157,12 @@ pub async fn ack<E: Exec>(
         params,
     );
     if e.one_session() {
-        let out = e.batch(vec![delete], false).await?;
+        let out = e.batch(vec![delete]).await?;
         if out.first().map_or(0, |o| o.affected) == 0 {
-            e.batch(vec![release], true).await?;
+            e.batch(vec![release]).await?;
         }
     } else {
-        e.batch(vec![delete, release], true).await?;
+        e.batch(vec![delete, release]).await?;
     }
     Ok("null".into())
 }
@@ -178,19 +171,16 @@ pub async fn ack<E: Exec>(
 pub async fn depth<E: Exec>(e: &mut E, t: &Tables, now: i64) -> Result<String> {
     let claimable = "run_at <= ? AND (lease_expires IS NULL OR lease_expires <= ?)";
     let out = e
-        .batch(
-            vec![Stmt::query(
-                format!(
-                    "SELECT COALESCE(SUM(CASE WHEN {claimable} THEN 1 ELSE 0 END), 0) AS claimable, \
+        .batch(vec![Stmt::query(
+            format!(
+                "SELECT COALESCE(SUM(CASE WHEN {claimable} THEN 1 ELSE 0 END), 0) AS claimable, \
                      COALESCE(SUM(CASE WHEN lease_expires > ? THEN 1 ELSE 0 END), 0) AS leased, \
                      MIN(CASE WHEN {claimable} THEN run_at END) AS oldest FROM {}",
-                    t.job
-                ),
-                vec![i(now), i(now), i(now), i(now), i(now)],
-                &["claimable", "leased", "oldest"],
-            )],
-            true,
-        )
+                t.job
+            ),
+            vec![i(now), i(now), i(now), i(now), i(now)],
+            &["claimable", "leased", "oldest"],
+        )])
         .await?;
     let row = out[0].rows.first();
     let get = |k: usize| row.and_then(|r| int(&r[k]));

@@ -6,7 +6,7 @@
 
 use crate::config::{self, PoolConfig};
 use crate::error::{Error, Result};
-use crate::exec::PoolHandle;
+use crate::exec::{self, PoolHandle};
 use crate::literal;
 use crate::params::{self, Param};
 use crate::rows::UserRows;
@@ -111,9 +111,12 @@ impl NativeSql {
         move |text, params| {
             Box::pin(async move {
                 let mut conn = handle.acquire().await?;
-                run_text(&mut conn, &text, &params)
-                    .await
-                    .map_err(|e| handle.redact(e))
+                let id = conn.id();
+                let result = handle
+                    .bounded(id, run_text(&mut conn, &text, &params))
+                    .await;
+                exec::release(conn, &result).await;
+                result.map_err(|e| handle.redact(e))
             })
         }
     }
@@ -152,6 +155,7 @@ impl NativeSql {
             handle: Arc::new(PoolHandle {
                 pool,
                 acquire_timeout: settings.acquire_timeout,
+                query_timeout: settings.query_timeout,
                 password: settings.password,
                 retries: AtomicU64::new(0),
                 round_trips: AtomicU64::new(0),
@@ -197,11 +201,17 @@ impl NativeSql {
     pub async fn begin(&self) -> napi::Result<NativeTx> {
         self.ensure_open()?;
         let mut conn = self.handle.acquire().await?;
-        conn.query_drop("BEGIN")
-            .await
-            .map_err(|e| self.handle.redact(e.into()))?;
+        let begun = exec::finish(&self.handle, &mut conn, "BEGIN").await;
+        if let Err(e) = begun {
+            exec::release(conn, &Err::<(), _>(e.clone())).await;
+            return Err(self.handle.redact(e).into());
+        }
         Ok(NativeTx {
-            conn: Arc::new(Mutex::new(Some(conn))),
+            state: Arc::new(Mutex::new(TxState {
+                conn: Some(conn),
+                ended_by: None,
+            })),
+            pending: Arc::new(Pending::default()),
             handle: self.handle.clone(),
         })
     }
@@ -242,30 +252,85 @@ impl NativeSql {
     }
 }
 
-/// One open transaction on one connection; `index.js` wraps it as the `Sql` given to `tx(fn)`.
+/// One open transaction on one connection; `lib/sql.js` wraps it as the `Sql` given to `tx(fn)`.
+///
+/// `COMMIT` is sent only after every statement issued before it has finished, and only when none
+/// of them ended the transaction (a deadlock or Galera abort rolls the whole transaction back on
+/// the server, a lost connection or a timeout leaves it unknown): committing then would store
+/// the statements that followed on their own, so `commit()` rolls back and rejects instead.
 #[napi]
 pub struct NativeTx {
-    conn: Arc<Mutex<Option<Conn>>>,
+    state: Arc<Mutex<TxState>>,
+    pending: Arc<Pending>,
     handle: Arc<PoolHandle>,
+}
+
+struct TxState {
+    /// `None` once the transaction has finished or its connection was discarded.
+    conn: Option<Conn>,
+    /// The error that ended the transaction early, if one did.
+    ended_by: Option<Error>,
+}
+
+/// Statements issued but not finished; `commit()` waits for zero.
+#[derive(Default)]
+struct Pending {
+    count: std::sync::atomic::AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+impl Pending {
+    fn enter(&self) {
+        self.count.fetch_add(1, Ordering::AcqRel);
+    }
+    fn leave(&self) {
+        if self.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.idle.notify_waiters();
+        }
+    }
+    async fn drained(&self) {
+        loop {
+            let idle = self.idle.notified();
+            if self.count.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
 }
 
 impl NativeTx {
     async fn run(
-        conn: Arc<Mutex<Option<Conn>>>,
+        state: Arc<Mutex<TxState>>,
         handle: Arc<PoolHandle>,
         sql: String,
         params: Vec<Param>,
     ) -> Result<Outcome> {
-        let mut guard = conn.lock().await;
-        let c = guard
+        let mut st = state.lock().await;
+        if let Some(e) = &st.ended_by {
+            return Err(ended_early(e));
+        }
+        let c = st
+            .conn
             .as_mut()
             .ok_or_else(|| Error::Invalid("this transaction has already finished".into()))?;
-        run_text(c, &sql, &params)
-            .await
-            .map_err(|e| handle.redact(e))
+        let id = c.id();
+        let result = handle.bounded(id, run_text(c, &sql, &params)).await;
+        if let Err(e) = &result {
+            if e.ends_transaction() {
+                st.ended_by = Some(e.clone());
+                if e.is_connection() {
+                    if let Some(conn) = st.conn.take() {
+                        exec::discard(conn).await;
+                    }
+                }
+            }
+        }
+        result.map_err(|e| handle.redact(e))
     }
 
-    /// Runs a user statement on this transaction's connection.
+    /// Runs a user statement on this transaction's connection, counted as pending from the
+    /// moment it is issued (on the JS thread) until it has finished.
     fn runner(
         &self,
     ) -> impl FnOnce(
@@ -273,21 +338,55 @@ impl NativeTx {
         Vec<Param>,
     )
         -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Outcome>> + Send>> {
-        let (conn, handle) = (self.conn.clone(), self.handle.clone());
-        move |text, params| Box::pin(NativeTx::run(conn, handle, text, params))
+        let (state, handle, pending) = (
+            self.state.clone(),
+            self.handle.clone(),
+            self.pending.clone(),
+        );
+        // Called by `spawn_statement` on the JS thread once the parameters were accepted.
+        move |text, params| {
+            pending.enter();
+            Box::pin(async move {
+                let result = NativeTx::run(state, handle, text, params).await;
+                pending.leave();
+                result
+            })
+        }
     }
 
-    async fn finish(&self, statement: &str) -> Result<()> {
-        let mut guard = self.conn.lock().await;
-        let Some(mut c) = guard.take() else {
-            return Err(Error::Invalid(
-                "this transaction has already finished".into(),
-            ));
+    /// Ends the transaction with `want` (`COMMIT` / `ROLLBACK`) once the statements issued
+    /// before it are done; a transaction an earlier failure ended is rolled back instead, and a
+    /// commit of it rejects.
+    async fn finish(&self, want: &str) -> Result<()> {
+        self.pending.drained().await;
+        let mut st = self.state.lock().await;
+        let ended_by = st.ended_by.take();
+        let committing = want == "COMMIT";
+        let Some(mut conn) = st.conn.take() else {
+            return match ended_by {
+                Some(e) if committing => Err(ended_early(&e)),
+                Some(_) => Ok(()),
+                None => Err(Error::Invalid(
+                    "this transaction has already finished".into(),
+                )),
+            };
         };
-        c.query_drop(statement)
-            .await
-            .map_err(|e| self.handle.redact(e.into()))
+        let statement = if ended_by.is_some() { "ROLLBACK" } else { want };
+        let result = exec::finish(&self.handle, &mut conn, statement).await;
+        exec::release(conn, &result).await;
+        match ended_by {
+            Some(e) if committing => Err(ended_early(&e)),
+            _ => result.map_err(|e| self.handle.redact(e)),
+        }
     }
+}
+
+/// The error a later statement or `commit()` gets after `first` ended the transaction: the same
+/// kind and codes (a caller retrying on errno 1213 still can), saying nothing was committed.
+fn ended_early(first: &Error) -> Error {
+    first.clone().map_message(|m| {
+        format!("the transaction was rolled back by an earlier failure, nothing was committed: {m}")
+    })
 }
 
 #[napi]
@@ -320,7 +419,8 @@ impl NativeTx {
         )
     }
 
-    /// Commits and returns the connection to the pool.
+    /// Commits (after every issued statement has finished) and returns the connection to the
+    /// pool; rolls back and rejects when an earlier failure ended the transaction.
     #[napi]
     pub async fn commit(&self) -> napi::Result<()> {
         Ok(self.finish("COMMIT").await?)

@@ -178,7 +178,7 @@ pub async fn start_run<E: Exec>(
     spec: &SpecArg,
 ) -> Result<String> {
     let stmts = start_stmts(t, run_id, spec, e.one_session());
-    let outcomes = e.batch(stmts, true).await?;
+    let outcomes = e.batch(stmts).await?;
     let mut j = JsonOut::new();
     start_result(&mut j, run_id, &outcomes)?;
     Ok(j.finish())
@@ -195,11 +195,7 @@ pub async fn start_many_runs<E: Exec>(
     let mut j = JsonOut::new();
     j.open_arr();
     let pairs: Vec<(&String, &SpecArg)> = run_ids.iter().zip(specs).collect();
-    let chunks: Vec<_> = pairs.chunks(CHUNK).collect();
-    if chunks.is_empty() {
-        e.batch(Vec::new(), true).await?;
-    }
-    for (ci, chunk) in chunks.iter().enumerate() {
+    for chunk in pairs.chunks(CHUNK) {
         let mut stmts = Vec::new();
         let mut spans = Vec::new();
         for (id, spec) in chunk.iter() {
@@ -207,7 +203,7 @@ pub async fn start_many_runs<E: Exec>(
             spans.push(st.len());
             stmts.extend(st);
         }
-        let outcomes = e.batch(stmts, ci + 1 == chunks.len()).await?;
+        let outcomes = e.batch(stmts).await?;
         let mut at = 0;
         for ((id, _), n) in chunk.iter().zip(spans) {
             start_result(&mut j, id, &outcomes[at..at + n])?;
@@ -233,7 +229,7 @@ pub async fn load_run<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Result<St
             SIGNAL_COLS,
         ),
     ];
-    let out = e.batch(stmts, true).await?;
+    let out = e.batch(stmts).await?;
     let Some(run) = out[0].rows.first() else {
         return Ok("null".into());
     };
@@ -266,7 +262,7 @@ pub async fn load_run<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Result<St
 
 /// §3.4 — one run row or `null`.
 pub async fn load_run_row<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Result<String> {
-    let out = e.batch(vec![select_run_by_id(t, run_id)], true).await?;
+    let out = e.batch(vec![select_run_by_id(t, run_id)]).await?;
     Ok(match out[0].rows.first() {
         Some(r) => {
             let mut j = JsonOut::new();
@@ -291,30 +287,27 @@ pub async fn load_run_rows<E: Exec>(e: &mut E, t: &Tables, ids: &[String]) -> Re
         ids.iter().map(|x| s(x)).collect(),
         RUN_COLS,
     );
-    let out = e.batch(vec![stmt], true).await?;
+    let out = e.batch(vec![stmt]).await?;
     Ok(write_runs(&out[0].rows))
 }
 
 /// §3.6 — decrement and re-read in one transaction; `null` for an unknown run.
 pub async fn arrive_at_join<E: Exec>(e: &mut E, t: &Tables, parent: &str) -> Result<String> {
     let out = e
-        .batch(
-            vec![
-                Stmt::exec(
-                    format!(
-                        "UPDATE {} SET join_remaining = join_remaining - 1 WHERE id = ?",
-                        t.run
-                    ),
-                    vec![s(parent)],
+        .batch(vec![
+            Stmt::exec(
+                format!(
+                    "UPDATE {} SET join_remaining = join_remaining - 1 WHERE id = ?",
+                    t.run
                 ),
-                Stmt::query(
-                    format!("SELECT join_remaining FROM {} WHERE id = ?", t.run),
-                    vec![s(parent)],
-                    &["join_remaining"],
-                ),
-            ],
-            true,
-        )
+                vec![s(parent)],
+            ),
+            Stmt::query(
+                format!("SELECT join_remaining FROM {} WHERE id = ?", t.run),
+                vec![s(parent)],
+                &["join_remaining"],
+            ),
+        ])
         .await?;
     if out[0].affected == 0 {
         return Ok("null".into());
@@ -397,9 +390,11 @@ impl Won {
 
 /// Runs `write`, then the statements of `effects` only if the write won, then `tail` (reads that
 /// always run), as one unit. In one session it is ONE batch: the win is captured in SQL and the
-/// effects are guarded by it. Otherwise (a wrapped JS `Sql`) the write goes alone and the plain
-/// effects follow only when it won — exactly the statements the JavaScript package sends.
-/// Returns whether the write won and the outcomes of `tail`.
+/// effects are guarded by it; the capture answers the row count it saw, and a count other than
+/// the one the write reported (the guard could not be evaluated) aborts the unit instead of
+/// letting it commit without its effects. Otherwise (a wrapped JS `Sql`) the write goes alone and
+/// the plain effects follow only when it won — exactly the statements the JavaScript package
+/// sends. Returns whether the write won and the outcomes of `tail`.
 async fn guarded_write<E: Exec>(
     e: &mut E,
     write: Stmt,
@@ -410,24 +405,44 @@ async fn guarded_write<E: Exec>(
     let n_tail = tail.len();
     if e.one_session() {
         let effects = effects(true);
+        let guarded = !effects.is_empty();
         let mut stmts = vec![write];
-        if !effects.is_empty() {
+        if guarded {
             stmts.push(capture_won(won.sql()));
             stmts.extend(effects);
         }
         stmts.extend(tail);
-        let mut out = e.batch(stmts, true).await?;
-        let first_affected = out.first().map_or(0, |o| o.affected);
+        let mut out = e.batch(stmts).await?;
+        let affected = out.first().map_or(0, |o| o.affected);
+        if guarded {
+            check_guard(affected, out.get(1))?;
+        }
         let tail_out = out.split_off(out.len().saturating_sub(n_tail));
-        return Ok((won.holds(first_affected), tail_out));
+        return Ok((won.holds(affected), tail_out));
     }
-    let first = e.batch(vec![write], false).await?;
+    let first = e.batch(vec![write]).await?;
     let did_win = won.holds(first.first().map_or(0, |o| o.affected));
     if did_win {
-        e.batch(effects(false), false).await?;
+        e.batch(effects(false)).await?;
     }
-    let tail_out = e.batch(tail, true).await?;
+    let tail_out = e.batch(tail).await?;
     Ok((did_win, tail_out))
+}
+
+/// The guard's `ROW_COUNT()` must be the write's own affected-rows count; anything else (`-1`
+/// when the server could not evaluate it) means the effects may have been skipped wrongly.
+fn check_guard(affected: u64, capture: Option<&Outcome>) -> Result<()> {
+    let seen = capture
+        .and_then(|o| o.rows.first())
+        .and_then(|r| r.first())
+        .and_then(int);
+    if seen == i64::try_from(affected).ok() {
+        return Ok(());
+    }
+    Err(Error::Aborted(format!(
+        "outbox guard saw ROW_COUNT() = {} after a write that affected {affected} rows; the unit was rolled back",
+        seen.map_or("nothing".into(), |n| n.to_string())
+    )))
 }
 
 /// A JSON boolean.
@@ -453,13 +468,13 @@ pub async fn mark_running<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Resul
         &["attempts"],
     );
     let (count, mut rows) = if e.one_session() {
-        let out = e.batch(vec![update], false).await?;
+        let out = e.batch(vec![update]).await?;
         match bumped(&out) {
             Some(n) => (Some(n), Vec::new()),
-            None => (None, e.batch(vec![read], true).await?),
+            None => (None, e.batch(vec![read]).await?),
         }
     } else {
-        let mut out = e.batch(vec![update, read], true).await?;
+        let mut out = e.batch(vec![update, read]).await?;
         (bumped(&out), out.split_off(1))
     };
     if let Some(n) = count {
@@ -521,11 +536,11 @@ pub async fn checkpoint_step<E: Exec>(
         )
     };
     let mut out = if fx.is_none() && e.one_session() {
-        let first = e.batch(vec![insert], false).await?;
+        let first = e.batch(vec![insert]).await?;
         if first.first().map_or(0, |o| o.affected) == 1 {
             return Ok(echo_step(c));
         }
-        e.batch(vec![read()], true).await?
+        e.batch(vec![read()]).await?
     } else {
         let effects = |guarded| {
             fx.map(|fx| outbox::statements(t, fx, guarded))
@@ -649,17 +664,14 @@ pub async fn list_runs<E: Exec>(e: &mut E, t: &Tables, a: &ListArg) -> Result<St
         format!("WHERE {}", wh.join(" AND "))
     };
     let out = e
-        .batch(
-            vec![Stmt::query(
-                format!(
-                    "SELECT {RUN_SELECT} FROM {} {clause} ORDER BY seq DESC LIMIT ?",
-                    t.run
-                ),
-                params,
-                RUN_COLS,
-            )],
-            true,
-        )
+        .batch(vec![Stmt::query(
+            format!(
+                "SELECT {RUN_SELECT} FROM {} {clause} ORDER BY seq DESC LIMIT ?",
+                t.run
+            ),
+            params,
+            RUN_COLS,
+        )])
         .await?;
     Ok(write_runs(&out[0].rows))
 }
@@ -667,14 +679,11 @@ pub async fn list_runs<E: Exec>(e: &mut E, t: &Tables, a: &ListArg) -> Result<St
 /// §3.13 — direct children.
 pub async fn children_of<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Result<String> {
     let out = e
-        .batch(
-            vec![Stmt::query(
-                format!("SELECT {RUN_SELECT} FROM {} WHERE parent_run_id = ?", t.run),
-                vec![s(run_id)],
-                RUN_COLS,
-            )],
-            true,
-        )
+        .batch(vec![Stmt::query(
+            format!("SELECT {RUN_SELECT} FROM {} WHERE parent_run_id = ?", t.run),
+            vec![s(run_id)],
+            RUN_COLS,
+        )])
         .await?;
     Ok(write_runs(&out[0].rows))
 }
@@ -682,17 +691,14 @@ pub async fn children_of<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Result
 /// §3.14 — counts per status (JS overlays them on all-zero stats).
 pub async fn run_stats<E: Exec>(e: &mut E, t: &Tables) -> Result<String> {
     let out = e
-        .batch(
-            vec![Stmt::query(
-                format!(
-                    "SELECT status, COUNT(*) AS n FROM {} GROUP BY status",
-                    t.run
-                ),
-                vec![],
-                &["status", "n"],
-            )],
-            true,
-        )
+        .batch(vec![Stmt::query(
+            format!(
+                "SELECT status, COUNT(*) AS n FROM {} GROUP BY status",
+                t.run
+            ),
+            vec![],
+            &["status", "n"],
+        )])
         .await?;
     let mut j = JsonOut::new();
     j.open_obj();
@@ -726,7 +732,7 @@ pub async fn orphaned_runs<E: Exec>(e: &mut E, t: &Tables, limit: i64) -> Result
          ) o ORDER BY o.seq LIMIT ?"
     );
     let out = e
-        .batch(vec![Stmt::query(sql, vec![i(limit)], &["id"])], true)
+        .batch(vec![Stmt::query(sql, vec![i(limit)], &["id"])])
         .await?;
     let mut j = JsonOut::new();
     j.open_arr();
@@ -750,9 +756,7 @@ pub async fn delete_runs_older_than<E: Exec>(
                 format!("SELECT id FROM {} WHERE status IN {TERMINAL} AND created_at < ? ORDER BY seq LIMIT ?", t.run),
                 vec![i(before), i(limit)],
                 &["id"],
-            )],
-            false,
-        )
+            )])
         .await?;
     let ids: Vec<Value> = picked[0].rows.iter().map(|r| r[0].clone()).collect();
     if ids.is_empty() {
@@ -781,7 +785,7 @@ pub async fn delete_runs_older_than<E: Exec>(
             ids.clone(),
         ),
     ];
-    e.batch(stmts, true).await?;
+    e.batch(stmts).await?;
     Ok(ids.len().to_string())
 }
 
@@ -814,7 +818,7 @@ pub async fn upsert_cron<E: Exec>(e: &mut E, t: &Tables, c: &CronArg) -> Result<
         s(&c.overlap),
         i(c.next_run_at),
     ];
-    e.batch(vec![Stmt::exec(sql, params)], true).await?;
+    e.batch(vec![Stmt::exec(sql, params)]).await?;
     Ok("null".into())
 }
 
@@ -829,9 +833,7 @@ pub async fn due_crons<E: Exec>(e: &mut E, t: &Tables, now: i64, limit: i64) -> 
                 ),
                 vec![i(now), i(limit)],
                 CRON_COLS,
-            )],
-            true,
-        )
+            )])
         .await?;
     let mut j = JsonOut::new();
     j.open_arr();
@@ -861,13 +863,13 @@ pub async fn advance_cron<E: Exec>(
     last: i64,
 ) -> Result<String> {
     let out = e
-        .batch(
-            vec![Stmt::exec(
-                format!("UPDATE {} SET next_run_at = ?, last_run_at = ? WHERE name = ? AND next_run_at = ?", t.cron),
-                vec![i(next), i(last), s(name), i(expected)],
-            )],
-            true,
-        )
+        .batch(vec![Stmt::exec(
+            format!(
+                "UPDATE {} SET next_run_at = ?, last_run_at = ? WHERE name = ? AND next_run_at = ?",
+                t.cron
+            ),
+            vec![i(next), i(last), s(name), i(expected)],
+        )])
         .await?;
     Ok(flag(out[0].affected == 1))
 }

@@ -14,8 +14,7 @@ pub async fn schedule<E: Exec>(
     run_id: &str,
     fire_at: i64,
 ) -> Result<String> {
-    e.batch(vec![outbox::schedule(t, run_id, fire_at)], true)
-        .await?;
+    e.batch(vec![outbox::schedule(t, run_id, fire_at)]).await?;
     Ok("null".into())
 }
 
@@ -27,9 +26,7 @@ pub async fn due_batch<E: Exec>(e: &mut E, t: &Tables, now: i64, limit: i64) -> 
                 format!("SELECT run_id FROM {} WHERE fire_at <= ? ORDER BY fire_at LIMIT ? FOR UPDATE SKIP LOCKED", t.timer),
                 vec![i(now), i(limit)],
                 &["run_id"],
-            )],
-            false,
-        )
+            )])
         .await?;
     let ids: Vec<String> = picked[0]
         .rows
@@ -39,17 +36,14 @@ pub async fn due_batch<E: Exec>(e: &mut E, t: &Tables, now: i64, limit: i64) -> 
     let mut j = JsonOut::new();
     j.open_arr();
     if !ids.is_empty() {
-        e.batch(
-            vec![Stmt::exec(
-                format!(
-                    "DELETE FROM {} WHERE run_id IN {}",
-                    t.timer,
-                    holes(ids.len())
-                ),
-                ids.iter().map(|x| s(x)).collect(),
-            )],
-            true,
-        )
+        e.batch(vec![Stmt::exec(
+            format!(
+                "DELETE FROM {} WHERE run_id IN {}",
+                t.timer,
+                holes(ids.len())
+            ),
+            ids.iter().map(|x| s(x)).collect(),
+        )])
         .await?;
         for id in &ids {
             j.str(id);
@@ -61,13 +55,10 @@ pub async fn due_batch<E: Exec>(e: &mut E, t: &Tables, now: i64, limit: i64) -> 
 
 /// Remove a deadline; no-op when there is none.
 pub async fn cancel<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Result<String> {
-    e.batch(
-        vec![Stmt::exec(
-            format!("DELETE FROM {} WHERE run_id = ?", t.timer),
-            vec![s(run_id)],
-        )],
-        true,
-    )
+    e.batch(vec![Stmt::exec(
+        format!("DELETE FROM {} WHERE run_id = ?", t.timer),
+        vec![s(run_id)],
+    )])
     .await?;
     Ok("null".into())
 }
