@@ -873,3 +873,33 @@ pub async fn advance_cron<E: Exec>(
         .await?;
     Ok(flag(out[0].affected == 1))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::check_guard;
+    use crate::exec::Outcome;
+    use mysql_async::Value;
+
+    fn capture(n: Option<i64>) -> Outcome {
+        Outcome {
+            rows: vec![vec![n.map_or(Value::NULL, Value::Int), Value::Int(1)]],
+            ..Outcome::default()
+        }
+    }
+
+    #[test]
+    fn a_guard_that_saw_the_writes_count_passes() {
+        assert!(check_guard(1, Some(&capture(Some(1)))).is_ok());
+        assert!(check_guard(0, Some(&capture(Some(0)))).is_ok());
+    }
+
+    #[test]
+    fn a_guard_that_could_not_be_evaluated_aborts_the_unit() {
+        // ROW_COUNT() = -1 after a statement whose result could not be delivered.
+        let e = check_guard(1, Some(&capture(Some(-1)))).unwrap_err();
+        assert!(e.is_transient(), "the unit may be re-run: nothing was committed");
+        assert!(check_guard(1, Some(&capture(Some(0)))).is_err());
+        assert!(check_guard(1, Some(&capture(None))).is_err());
+        assert!(check_guard(1, None).is_err());
+    }
+}
