@@ -15,10 +15,7 @@ function ddl(prefix) {
 
 /** Back-quoted table names for a prefix (same helper the upstream tests use). */
 function tables(prefix) {
-  const p = prefixOf(prefix);
-  binding.checkPrefix(p);
-  const q = (b) => `\`${p}${b}\``;
-  return { run: q('run'), step: q('step'), job: q('job'), timer: q('timer'), signal: q('signal'), cron: q('cron') };
+  return binding.tableNames(prefixOf(prefix));
 }
 
 /** Applies the DDL statement by statement (idempotent; never alters an existing table). */

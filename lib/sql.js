@@ -3,7 +3,6 @@
 // JS-side `Sql` object users and the backend share (query / exec / tx / close).
 const { inspect } = require('node:util');
 const binding = require('./binding');
-const { decorate } = require('./errors');
 
 const NATIVE = Symbol('iterativeflow.nativeSql');
 
@@ -148,22 +147,12 @@ function paramsOf(params) {
   return params;
 }
 
-/** Native argument errors (napi status InvalidArg) surface as TypeError, like the JS checks. */
-function typed(e) {
-  if (e && e.code === 'InvalidArg' && !(e instanceof TypeError)) {
-    const t = new TypeError(e.message);
-    t.code = 'InvalidArg';
-    return t;
-  }
-  return e;
-}
-
 /** Calls `fn`, turning a synchronous throw into a rejected promise. */
 function settle(fn) {
   try {
     return fn();
   } catch (e) {
-    return Promise.reject(typed(e));
+    return Promise.reject(e);
   }
 }
 
@@ -177,17 +166,13 @@ function txSql(tx) {
     query(text, params) {
       return settle(() => {
         checkText(text);
-        return tx.query(text, paramsOf(params)).catch((e) => {
-          throw decorate(e);
-        });
+        return tx.query(text, paramsOf(params));
       });
     },
     exec(text, params) {
       return settle(() => {
         checkText(text);
-        return tx.exec(text, paramsOf(params)).catch((e) => {
-          throw decorate(e);
-        });
+        return tx.exec(text, paramsOf(params));
       });
     },
     tx(fn) {
@@ -214,13 +199,8 @@ class MysqlSql {
    * Rejects at once after `close()` was called.
    */
   track(start) {
-    if (this.#closing) return Promise.reject(new Error('this Sql pool is closed (close() was called)'));
-    let p;
-    try {
-      p = start();
-    } catch (e) {
-      return Promise.reject(typed(e));
-    }
+    if (this.#closing) return Promise.reject(this.#native.closedError());
+    const p = settle(start);
     this.#inflight++;
     const done = () => {
       if (--this.#inflight === 0 && this.#onIdle) this.#onIdle();
@@ -232,7 +212,7 @@ class MysqlSql {
       },
       (e) => {
         done();
-        throw decorate(e);
+        throw e;
       },
     );
   }
@@ -295,12 +275,7 @@ class MysqlSql {
 
 /** `mysqlPool(x)`: x is a mysql2 Pool, a mysql:// URL, or an options object. */
 function mysqlPool(x) {
-  const cfg = configOf(x);
-  try {
-    return new MysqlSql(new binding.NativeSql(cfg));
-  } catch (e) {
-    throw typed(e);
-  }
+  return new MysqlSql(new binding.NativeSql(configOf(x)));
 }
 
 function nativeOf(sql) {
@@ -311,4 +286,4 @@ function isNative(sql) {
   return sql instanceof MysqlSql;
 }
 
-module.exports = { mysqlPool, MysqlSql, nativeOf, isNative, configOf, typed };
+module.exports = { mysqlPool, MysqlSql, nativeOf, isNative, configOf };

@@ -1,17 +1,21 @@
-//! The `#[napi]` backend object: one async method per port operation.
+//! The `#[napi]` backend object: one method per port operation.
 //!
-//! Each method runs the port logic either on the native pool (autocommit or one transaction with
-//! deadlock retry) or, when `index.js` passes `via`, on a wrapped JS `Sql` — the same statements
-//! either way. `index.js` opens the wrapped transaction itself (`sql.tx(t => …)`) and passes the
-//! transaction handle's bridge as `via`.
+//! Each method states ONCE whether its unit of work is a transaction (`Mode`), then runs the port
+//! logic on the native pool (autocommit or one transaction, re-run after deadlocks) or, when
+//! `lib/` passes a `via` bridge, on the wrapped JS `Sql` — which opens and settles its `tx` when
+//! the wrapped executor says so. Results cross back as plain values or JSON text; errors as the
+//! JS error objects `error.rs` builds.
 
 use crate::args::{CheckpointArg, CronArg, ListArg, OutboxArg, SpecArg};
+use crate::codec::StartResult;
 use crate::error::Error;
-use crate::exec::{self, PoolHandle};
-use crate::jsexec::{IdFn, JsExec, JsIds, RunFn};
+use crate::exec::{self, Mode, PoolHandle};
+use crate::jsexec::{self, IdFn, JsIds, RunFn};
 use crate::schema::Tables;
 use crate::sql::NativeSql;
-use crate::{queue, store, timer};
+use crate::{js, queue, store, timer};
+use napi::bindgen_prelude::PromiseRaw;
+use napi::Env;
 use napi_derive::napi;
 use std::sync::Arc;
 
@@ -22,24 +26,28 @@ pub struct NativeBackend {
     pool: Option<Arc<PoolHandle>>,
 }
 
-/// Runs `$body` (an expression using `$e`, `$t` and the captured clones) on the wrapped executor
-/// when `$via` is set, else on the native pool in `$mode` (`autocommit` or `transaction`).
+/// Runs `$body` (an expression using `$e`, `$t` and the captured values by reference) in `$mode`,
+/// on the wrapped executor when `$via` is set, else on the native pool; answers a promise.
 macro_rules! unit {
-    ($self:ident, $via:ident, $mode:ident, ($($cap:ident),*), |$e:ident, $t:ident| $body:expr) => {{
+    ($self:ident, $env:ident, $via:ident, $mode:expr, ($($cap:ident),*), |$e:ident, $t:ident| $body:expr) => {{
+        let mode: Mode = $mode;
         let tables = $self.tables.clone();
-        let result = match $via {
-            Some(run) => {
-                let mut ex = JsExec::new(run);
-                let $e = &mut ex;
-                $(let $cap = &$cap;)*
-                let $t: &Tables = &tables;
-                $body.await
-            }
-            None => match &$self.pool {
-                None => Err(Error::Invalid("this backend has no native pool; pass a wrapped Sql bridge".into())),
-                Some(pool) => {
-                    $(let $cap = Arc::new($cap);)*
-                    exec::$mode(pool, move |$e| {
+        let pool = $self.pool.clone();
+        $(let $cap = Arc::new($cap);)*
+        js::promise($env, async move {
+            match ($via, pool) {
+                (Some(bridge), _) => {
+                    jsexec::run(bridge, mode, move |$e| {
+                        Box::pin(async move {
+                            let $t: &Tables = &tables;
+                            $(let $cap = &*$cap;)*
+                            $body.await
+                        })
+                    })
+                    .await
+                }
+                (None, Some(pool)) => {
+                    exec::run(&pool, mode, move |$e| {
                         let tables = tables.clone();
                         $(let $cap = $cap.clone();)*
                         Box::pin(async move {
@@ -50,106 +58,137 @@ macro_rules! unit {
                     })
                     .await
                 }
-            },
-        };
-        result.map_err(napi::Error::from)
+                (None, None) => Err(Error::Invalid(
+                    "this backend has no native pool; pass a wrapped Sql bridge".into(),
+                )),
+            }
+        })
     }};
 }
+
+type Answer<'env, T> = napi::Result<PromiseRaw<'env, T>>;
 
 #[napi]
 impl NativeBackend {
     /// A backend over our native pool.
     #[napi(factory)]
-    pub fn native(sql: &NativeSql, prefix: String) -> napi::Result<Self> {
+    pub fn native(env: &Env, sql: &NativeSql, prefix: String) -> napi::Result<Self> {
         Ok(NativeBackend {
-            tables: Arc::new(Tables::new(&prefix)?),
+            tables: Arc::new(js::sync(env, Tables::new(&prefix))?),
             pool: Some(sql.handle.clone()),
         })
     }
 
     /// A backend whose every call comes with a `via` bridge to a JS `Sql`.
     #[napi(factory)]
-    pub fn wrapped(prefix: String) -> napi::Result<Self> {
+    pub fn wrapped(env: &Env, prefix: String) -> napi::Result<Self> {
         Ok(NativeBackend {
-            tables: Arc::new(Tables::new(&prefix)?),
+            tables: Arc::new(js::sync(env, Tables::new(&prefix))?),
             pool: None,
         })
     }
 
-    #[napi]
-    pub async fn start_run(
+    #[napi(ts_return_type = "Promise<StartResult>")]
+    pub fn start_run<'env>(
         &self,
+        env: &'env Env,
         run_id: String,
         spec: SpecArg,
         via: Option<RunFn>,
-    ) -> napi::Result<String> {
-        unit!(self, via, autocommit, (run_id, spec), |e, t| {
+    ) -> Answer<'env, StartResult> {
+        unit!(self, env, via, Mode::Autocommit, (run_id, spec), |e, t| {
             store::start_run(e, t, run_id, spec)
         })
     }
 
-    #[napi]
-    pub async fn start_many_runs(
+    #[napi(ts_return_type = "Promise<StartResult[]>")]
+    pub fn start_many_runs<'env>(
         &self,
+        env: &'env Env,
         run_ids: Vec<String>,
         specs: Vec<SpecArg>,
         via: Option<RunFn>,
-    ) -> napi::Result<String> {
-        unit!(self, via, transaction, (run_ids, specs), |e, t| {
-            store::start_many_runs(e, t, run_ids, specs)
+    ) -> Answer<'env, Vec<StartResult>> {
+        unit!(
+            self,
+            env,
+            via,
+            Mode::Transaction,
+            (run_ids, specs),
+            |e, t| { store::start_many_runs(e, t, run_ids, specs) }
+        )
+    }
+
+    #[napi(ts_return_type = "Promise<string | null>")]
+    pub fn load_run<'env>(
+        &self,
+        env: &'env Env,
+        run_id: String,
+        via: Option<RunFn>,
+    ) -> Answer<'env, Option<String>> {
+        unit!(self, env, via, Mode::Autocommit, (run_id), |e, t| {
+            store::load_run(e, t, run_id)
         })
     }
 
-    #[napi]
-    pub async fn load_run(&self, run_id: String, via: Option<RunFn>) -> napi::Result<String> {
-        unit!(self, via, autocommit, (run_id), |e, t| store::load_run(
-            e, t, run_id
-        ))
-    }
-
-    #[napi]
-    pub async fn load_run_row(&self, run_id: String, via: Option<RunFn>) -> napi::Result<String> {
-        unit!(self, via, autocommit, (run_id), |e, t| store::load_run_row(
-            e, t, run_id
-        ))
-    }
-
-    #[napi]
-    pub async fn load_run_rows(
+    #[napi(ts_return_type = "Promise<string | null>")]
+    pub fn load_run_row<'env>(
         &self,
+        env: &'env Env,
+        run_id: String,
+        via: Option<RunFn>,
+    ) -> Answer<'env, Option<String>> {
+        unit!(self, env, via, Mode::Autocommit, (run_id), |e, t| {
+            store::load_run_row(e, t, run_id)
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn load_run_rows<'env>(
+        &self,
+        env: &'env Env,
         run_ids: Vec<String>,
         via: Option<RunFn>,
-    ) -> napi::Result<String> {
-        unit!(self, via, autocommit, (run_ids), |e, t| {
+    ) -> Answer<'env, String> {
+        unit!(self, env, via, Mode::Autocommit, (run_ids), |e, t| {
             store::load_run_rows(e, t, run_ids)
         })
     }
 
-    #[napi]
-    pub async fn arrive_at_join(
+    #[napi(ts_return_type = "Promise<number | null>")]
+    pub fn arrive_at_join<'env>(
         &self,
+        env: &'env Env,
         parent_run_id: String,
         via: Option<RunFn>,
-    ) -> napi::Result<String> {
-        unit!(self, via, transaction, (parent_run_id), |e, t| {
-            store::arrive_at_join(e, t, parent_run_id)
-        })
+    ) -> Answer<'env, Option<i64>> {
+        unit!(
+            self,
+            env,
+            via,
+            Mode::Transaction,
+            (parent_run_id),
+            |e, t| { store::arrive_at_join(e, t, parent_run_id) }
+        )
     }
 
-    #[napi]
-    pub async fn post_signal(
+    #[napi(ts_return_type = "Promise<boolean>")]
+    #[allow(clippy::too_many_arguments)]
+    pub fn post_signal<'env>(
         &self,
+        env: &'env Env,
         signal_id: String,
         run_id: String,
         name: String,
         payload: Option<String>,
         idem_key: Option<String>,
         via: Option<RunFn>,
-    ) -> napi::Result<String> {
+    ) -> Answer<'env, bool> {
         unit!(
             self,
+            env,
             via,
-            transaction,
+            Mode::Transaction,
             (signal_id, run_id, name, payload, idem_key),
             |e, t| store::post_signal(
                 e,
@@ -163,286 +202,339 @@ impl NativeBackend {
         )
     }
 
-    #[napi]
-    pub async fn mark_running(&self, run_id: String, via: Option<RunFn>) -> napi::Result<String> {
-        unit!(self, via, autocommit, (run_id), |e, t| store::mark_running(
-            e, t, run_id
-        ))
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn mark_running<'env>(
+        &self,
+        env: &'env Env,
+        run_id: String,
+        via: Option<RunFn>,
+    ) -> Answer<'env, i64> {
+        unit!(self, env, via, Mode::Autocommit, (run_id), |e, t| {
+            store::mark_running(e, t, run_id)
+        })
     }
 
-    /// Without an outbox the checkpoint needs no transaction (see `store::checkpoint_step`).
-    #[napi]
-    pub async fn checkpoint_step(
+    /// Without an outbox the checkpoint is one autocommit statement (see `store::checkpoint_step`).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn checkpoint_step<'env>(
         &self,
+        env: &'env Env,
         c: CheckpointArg,
         fx: Option<OutboxArg>,
         via: Option<RunFn>,
-    ) -> napi::Result<String> {
-        if fx.is_none() {
-            unit!(self, via, autocommit, (c), |e, t| store::checkpoint_step(
-                e, t, c, None
-            ))
-        } else {
-            unit!(self, via, transaction, (c, fx), |e, t| {
-                store::checkpoint_step(e, t, c, fx.as_ref())
-            })
-        }
+    ) -> Answer<'env, String> {
+        let mode = Mode::transaction_if(fx.is_some());
+        unit!(self, env, via, mode, (c, fx), |e, t| {
+            store::checkpoint_step(e, t, c, fx.as_ref())
+        })
     }
 
     /// A status write without an outbox is one atomic UPDATE: no transaction needed.
-    #[napi]
-    pub async fn suspend_run(
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn suspend_run<'env>(
         &self,
+        env: &'env Env,
         run_id: String,
         status: String,
         fx: Option<OutboxArg>,
         via: Option<RunFn>,
-    ) -> napi::Result<String> {
-        if fx.is_none() {
-            unit!(self, via, autocommit, (run_id, status), |e, t| {
-                store::suspend_run(e, t, run_id, status, None)
-            })
-        } else {
-            unit!(self, via, transaction, (run_id, status, fx), |e, t| {
-                store::suspend_run(e, t, run_id, status, fx.as_ref())
-            })
-        }
+    ) -> Answer<'env, ()> {
+        let mode = Mode::transaction_if(fx.is_some());
+        unit!(self, env, via, mode, (run_id, status, fx), |e, t| {
+            store::suspend_run(e, t, run_id, status, fx.as_ref())
+        })
     }
 
-    #[napi]
-    pub async fn mark_terminal(
+    #[napi(ts_return_type = "Promise<void>")]
+    #[allow(clippy::too_many_arguments)]
+    pub fn mark_terminal<'env>(
         &self,
+        env: &'env Env,
         run_id: String,
         status: String,
         output: Option<String>,
         error: Option<String>,
         fx: Option<OutboxArg>,
         via: Option<RunFn>,
-    ) -> napi::Result<String> {
-        if fx.is_none() {
-            unit!(
-                self,
-                via,
-                autocommit,
-                (run_id, status, output, error),
-                |e, t| store::mark_terminal(
-                    e,
-                    t,
-                    run_id,
-                    status,
-                    output.as_deref(),
-                    error.as_deref(),
-                    None
-                )
-            )
-        } else {
-            unit!(
-                self,
-                via,
-                transaction,
-                (run_id, status, output, error, fx),
-                |e, t| store::mark_terminal(
-                    e,
-                    t,
-                    run_id,
-                    status,
-                    output.as_deref(),
-                    error.as_deref(),
-                    fx.as_ref()
-                )
-            )
-        }
-    }
-
-    #[napi]
-    pub async fn list_runs(&self, list: ListArg, via: Option<RunFn>) -> napi::Result<String> {
-        unit!(self, via, autocommit, (list), |e, t| store::list_runs(
-            e, t, list
-        ))
-    }
-
-    #[napi]
-    pub async fn children_of(&self, run_id: String, via: Option<RunFn>) -> napi::Result<String> {
-        unit!(self, via, autocommit, (run_id), |e, t| store::children_of(
-            e, t, run_id
-        ))
-    }
-
-    #[napi]
-    pub async fn run_stats(&self, via: Option<RunFn>) -> napi::Result<String> {
-        unit!(self, via, autocommit, (), |e, t| store::run_stats(e, t))
-    }
-
-    #[napi]
-    pub async fn orphaned_runs(&self, limit: i64, via: Option<RunFn>) -> napi::Result<String> {
-        unit!(self, via, autocommit, (limit), |e, t| store::orphaned_runs(
-            e, t, *limit
-        ))
-    }
-
-    #[napi]
-    pub async fn delete_runs_older_than(
-        &self,
-        before: i64,
-        limit: i64,
-        via: Option<RunFn>,
-    ) -> napi::Result<String> {
-        unit!(self, via, transaction, (before, limit), |e, t| {
-            store::delete_runs_older_than(e, t, *before, *limit)
-        })
-    }
-
-    #[napi]
-    pub async fn retry_run(&self, run_id: String, via: Option<RunFn>) -> napi::Result<String> {
-        unit!(self, via, transaction, (run_id), |e, t| store::retry_run(
-            e, t, run_id
-        ))
-    }
-
-    #[napi]
-    pub async fn upsert_cron(&self, cron: CronArg, via: Option<RunFn>) -> napi::Result<String> {
-        unit!(self, via, autocommit, (cron), |e, t| store::upsert_cron(
-            e, t, cron
-        ))
-    }
-
-    #[napi]
-    pub async fn due_crons(
-        &self,
-        now: i64,
-        limit: i64,
-        via: Option<RunFn>,
-    ) -> napi::Result<String> {
+    ) -> Answer<'env, ()> {
+        let mode = Mode::transaction_if(fx.is_some());
         unit!(
             self,
+            env,
             via,
-            autocommit,
-            (now, limit),
-            |e, t| store::due_crons(e, t, *now, *limit)
+            mode,
+            (run_id, status, output, error, fx),
+            |e, t| store::mark_terminal(
+                e,
+                t,
+                run_id,
+                status,
+                output.as_deref(),
+                error.as_deref(),
+                fx.as_ref()
+            )
         )
     }
 
-    #[napi]
-    pub async fn advance_cron(
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn list_runs<'env>(
         &self,
+        env: &'env Env,
+        list: ListArg,
+        via: Option<RunFn>,
+    ) -> Answer<'env, String> {
+        unit!(self, env, via, Mode::Autocommit, (list), |e, t| {
+            store::list_runs(e, t, list)
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn children_of<'env>(
+        &self,
+        env: &'env Env,
+        run_id: String,
+        via: Option<RunFn>,
+    ) -> Answer<'env, String> {
+        unit!(self, env, via, Mode::Autocommit, (run_id), |e, t| {
+            store::children_of(e, t, run_id)
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn run_stats<'env>(&self, env: &'env Env, via: Option<RunFn>) -> Answer<'env, String> {
+        unit!(self, env, via, Mode::Autocommit, (), |e, t| {
+            store::run_stats(e, t)
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<string[]>")]
+    pub fn orphaned_runs<'env>(
+        &self,
+        env: &'env Env,
+        limit: i64,
+        via: Option<RunFn>,
+    ) -> Answer<'env, Vec<String>> {
+        unit!(self, env, via, Mode::Autocommit, (limit), |e, t| {
+            store::orphaned_runs(e, t, *limit)
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn delete_runs_older_than<'env>(
+        &self,
+        env: &'env Env,
+        before: i64,
+        limit: i64,
+        via: Option<RunFn>,
+    ) -> Answer<'env, i64> {
+        unit!(
+            self,
+            env,
+            via,
+            Mode::Transaction,
+            (before, limit),
+            |e, t| { store::delete_runs_older_than(e, t, *before, *limit) }
+        )
+    }
+
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn retry_run<'env>(
+        &self,
+        env: &'env Env,
+        run_id: String,
+        via: Option<RunFn>,
+    ) -> Answer<'env, bool> {
+        unit!(self, env, via, Mode::Transaction, (run_id), |e, t| {
+            store::retry_run(e, t, run_id)
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn upsert_cron<'env>(
+        &self,
+        env: &'env Env,
+        cron: CronArg,
+        via: Option<RunFn>,
+    ) -> Answer<'env, ()> {
+        unit!(self, env, via, Mode::Autocommit, (cron), |e, t| {
+            store::upsert_cron(e, t, cron)
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn due_crons<'env>(
+        &self,
+        env: &'env Env,
+        now: i64,
+        limit: i64,
+        via: Option<RunFn>,
+    ) -> Answer<'env, String> {
+        unit!(self, env, via, Mode::Autocommit, (now, limit), |e, t| {
+            store::due_crons(e, t, *now, *limit)
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<boolean>")]
+    #[allow(clippy::too_many_arguments)]
+    pub fn advance_cron<'env>(
+        &self,
+        env: &'env Env,
         name: String,
         expected: i64,
         next: i64,
         last: i64,
         via: Option<RunFn>,
-    ) -> napi::Result<String> {
+    ) -> Answer<'env, bool> {
         unit!(
             self,
+            env,
             via,
-            autocommit,
+            Mode::Autocommit,
             (name, expected, next, last),
             |e, t| store::advance_cron(e, t, name, *expected, *next, *last)
         )
     }
 
-    #[napi]
-    pub async fn enqueue(
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn enqueue<'env>(
         &self,
+        env: &'env Env,
         run_id: String,
         run_at: i64,
         priority: i64,
         via: Option<RunFn>,
-    ) -> napi::Result<String> {
-        unit!(self, via, autocommit, (run_id, run_at, priority), |e, t| {
-            queue::enqueue(e, t, run_id, *run_at, *priority)
-        })
+    ) -> Answer<'env, ()> {
+        unit!(
+            self,
+            env,
+            via,
+            Mode::Autocommit,
+            (run_id, run_at, priority),
+            |e, t| queue::enqueue(e, t, run_id, *run_at, *priority)
+        )
     }
 
-    #[napi]
-    pub async fn claim(
+    #[napi(ts_return_type = "Promise<string>")]
+    #[allow(clippy::too_many_arguments)]
+    pub fn claim<'env>(
         &self,
+        env: &'env Env,
         at: i64,
         lease_ms: i64,
         limit: i64,
         id_fn: Option<IdFn>,
         via: Option<RunFn>,
-    ) -> napi::Result<String> {
+    ) -> Answer<'env, String> {
         let ids = id_fn.map(JsIds);
         unit!(
             self,
+            env,
             via,
-            transaction,
+            Mode::Transaction,
             (at, lease_ms, limit, ids),
             |e, t| queue::claim(e, t, *at, *lease_ms, *limit, ids.as_ref())
         )
     }
 
-    #[napi]
-    pub async fn heartbeat(
+    #[napi(ts_return_type = "Promise<void>")]
+    #[allow(clippy::too_many_arguments)]
+    pub fn heartbeat<'env>(
         &self,
+        env: &'env Env,
         run_id: String,
         token: String,
         at: i64,
         lease_ms: i64,
         via: Option<RunFn>,
-    ) -> napi::Result<String> {
+    ) -> Answer<'env, ()> {
         unit!(
             self,
+            env,
             via,
-            autocommit,
+            Mode::Autocommit,
             (run_id, token, at, lease_ms),
             |e, t| queue::heartbeat(e, t, run_id, token, *at, *lease_ms)
         )
     }
 
-    #[napi]
-    pub async fn ack(
+    #[napi(ts_return_type = "Promise<void>")]
+    #[allow(clippy::too_many_arguments)]
+    pub fn ack<'env>(
         &self,
+        env: &'env Env,
         run_id: String,
         token: String,
         version: i64,
         at: i64,
         via: Option<RunFn>,
-    ) -> napi::Result<String> {
+    ) -> Answer<'env, ()> {
         unit!(
             self,
+            env,
             via,
-            autocommit,
+            Mode::Autocommit,
             (run_id, token, version, at),
             |e, t| queue::ack(e, t, run_id, token, *version, *at)
         )
     }
 
-    #[napi]
-    pub async fn depth(&self, now: i64, via: Option<RunFn>) -> napi::Result<String> {
-        unit!(self, via, autocommit, (now), |e, t| queue::depth(
-            e, t, *now
-        ))
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn depth<'env>(
+        &self,
+        env: &'env Env,
+        now: i64,
+        via: Option<RunFn>,
+    ) -> Answer<'env, String> {
+        unit!(
+            self,
+            env,
+            via,
+            Mode::Autocommit,
+            (now),
+            |e, t| queue::depth(e, t, *now)
+        )
     }
 
-    #[napi]
-    pub async fn schedule(
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn schedule<'env>(
         &self,
+        env: &'env Env,
         run_id: String,
         fire_at: i64,
         via: Option<RunFn>,
-    ) -> napi::Result<String> {
-        unit!(self, via, autocommit, (run_id, fire_at), |e, t| {
-            timer::schedule(e, t, run_id, *fire_at)
-        })
+    ) -> Answer<'env, ()> {
+        unit!(
+            self,
+            env,
+            via,
+            Mode::Autocommit,
+            (run_id, fire_at),
+            |e, t| { timer::schedule(e, t, run_id, *fire_at) }
+        )
     }
 
-    #[napi]
-    pub async fn due_batch(
+    #[napi(ts_return_type = "Promise<string[]>")]
+    pub fn due_batch<'env>(
         &self,
+        env: &'env Env,
         now: i64,
         limit: i64,
         via: Option<RunFn>,
-    ) -> napi::Result<String> {
-        unit!(self, via, transaction, (now, limit), |e, t| {
+    ) -> Answer<'env, Vec<String>> {
+        unit!(self, env, via, Mode::Transaction, (now, limit), |e, t| {
             timer::due_batch(e, t, *now, *limit)
         })
     }
 
-    #[napi]
-    pub async fn cancel_timer(&self, run_id: String, via: Option<RunFn>) -> napi::Result<String> {
-        unit!(self, via, autocommit, (run_id), |e, t| timer::cancel(
-            e, t, run_id
-        ))
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn cancel_timer<'env>(
+        &self,
+        env: &'env Env,
+        run_id: String,
+        via: Option<RunFn>,
+    ) -> Answer<'env, ()> {
+        unit!(self, env, via, Mode::Autocommit, (run_id), |e, t| {
+            timer::cancel(e, t, run_id)
+        })
     }
 }

@@ -1,9 +1,13 @@
-//! Row values ⇄ the JSON text handed to JS.
+//! Row values ⇄ the JSON text handed to JS, and the one declaration of each row shape.
 //!
-//! Reads are returned to JS as one JSON document that `index.js` parses with a single
-//! `JSON.parse` (measured cheaper than building napi objects field by field). JSON columns are
-//! embedded verbatim — the database already holds `JSON.stringify` text — and SQL NULL is
-//! expressed by leaving the key out, so JS sees `undefined` while a stored JSON `null` stays `null`.
+//! Reads are returned to JS as one JSON document that `lib/` parses with a single `JSON.parse`
+//! (measured cheaper than building napi objects field by field). JSON columns are embedded
+//! verbatim — the database already holds `JSON.stringify` text — and SQL NULL is expressed by
+//! leaving the key out, so JS sees `undefined` while a stored JSON `null` stays `null`.
+//!
+//! Each entity's row (`RUN`, `STEP`, `SIGNAL`, `CRON`) is declared once as a table of
+//! (column, JSON key, kind); it gives the select list, the column names the wrapped executor
+//! reads, the JSON writer, and (through `rowShapes()`) the keys JS fills in and turns into Dates.
 
 use crate::error::{Error, Result};
 use mysql_async::Value;
@@ -25,7 +29,7 @@ pub fn req_int(v: &Value, what: &str) -> Result<i64> {
     int(v).ok_or_else(|| Error::Contract(format!("unexpected value in column {what}")))
 }
 
-/// UTF-8 text of a cell, `None` for NULL.
+/// UTF-8 text of a cell, `None` for NULL (and for cells that are not text).
 pub fn text(v: &Value) -> Option<&str> {
     match v {
         Value::Bytes(b) => std::str::from_utf8(b).ok(),
@@ -55,6 +59,165 @@ pub fn opt_s(v: Option<&str>) -> Value {
 /// Integer parameter.
 pub fn i(v: i64) -> Value {
     Value::Int(v)
+}
+
+/// The `StartResult` of one `startRun` spec.
+#[napi_derive::napi(object)]
+pub struct StartResult {
+    pub run_id: String,
+    pub created: bool,
+    pub status: String,
+}
+
+/// How a column's cell becomes a JSON member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Text column ⇒ JSON string.
+    Text,
+    /// Integer column ⇒ JSON number.
+    Int,
+    /// Epoch milliseconds ⇒ JSON number, a `Date` in JS.
+    Epoch,
+    /// `JSON.stringify` text ⇒ embedded verbatim.
+    Json,
+}
+
+/// One column of a row shape (its name is in `Shape::names`, at the same position).
+pub struct Col {
+    pub key: &'static str,
+    pub kind: Kind,
+}
+
+/// A row shape: its columns in select-list order.
+pub struct Shape {
+    pub cols: &'static [Col],
+    /// Column names, comma-separated, in order.
+    pub select: &'static str,
+    /// Column names, in order (what the wrapped executor reads out of row objects).
+    pub names: &'static [&'static str],
+}
+
+macro_rules! shape {
+    ($(#[$doc:meta])* $id:ident: $first:literal => $fkey:literal $fkind:ident
+        $(, $col:literal => $key:literal $kind:ident)* $(,)?) => {
+        $(#[$doc])*
+        pub const $id: Shape = Shape {
+            cols: &[
+                Col { key: $fkey, kind: Kind::$fkind },
+                $(Col { key: $key, kind: Kind::$kind },)*
+            ],
+            select: concat!($first $(, ", ", $col)*),
+            names: &[$first $(, $col)*],
+        };
+    };
+}
+
+shape!(
+    /// A `RunRow`.
+    RUN: "id" => "id" Text,
+    "name" => "name" Text,
+    "version" => "version" Int,
+    "status" => "status" Text,
+    "input" => "input" Json,
+    "attempts" => "attempts" Int,
+    "output" => "output" Json,
+    "error" => "error" Json,
+    "idempotency_key" => "idempotencyKey" Text,
+    "tags" => "tags" Json,
+    "parent_run_id" => "parentRunId" Text,
+    "parent_cursor_key" => "parentCursorKey" Text,
+    "depth" => "depth" Int,
+    "created_at" => "createdAt" Epoch,
+);
+
+shape!(
+    /// A `StepOutcome` (the memo of one step).
+    STEP: "status" => "status" Text,
+    "result" => "result" Json,
+    "error" => "error" Json,
+    "attempts" => "attempts" Int,
+    "shape" => "shape" Text,
+);
+
+shape!(
+    /// A signal of a `RunSnapshot`.
+    SIGNAL: "id" => "id" Text,
+    "name" => "name" Text,
+    "payload" => "payload" Json,
+);
+
+shape!(
+    /// A `CronRow`.
+    CRON: "name" => "name" Text,
+    "schedule" => "schedule" Text,
+    "flow_name" => "flowName" Text,
+    "flow_version" => "flowVersion" Int,
+    "input" => "input" Json,
+    "overlap" => "overlap" Text,
+    "next_run_at" => "nextRunAt" Epoch,
+    "last_run_at" => "lastRunAt" Epoch,
+);
+
+/// Every shape JS builds objects of, by name.
+pub const SHAPES: [(&str, &Shape); 4] = [
+    ("run", &RUN),
+    ("step", &STEP),
+    ("signal", &SIGNAL),
+    ("cron", &CRON),
+];
+
+/// One key of a row shape as JS sees it.
+#[napi_derive::napi(object)]
+pub struct ShapeKey {
+    pub key: String,
+    /// Epoch milliseconds that JS turns into a `Date`.
+    pub date: bool,
+}
+
+impl Shape {
+    /// The JSON keys of this shape, in order.
+    pub fn keys(&self) -> Vec<ShapeKey> {
+        self.cols
+            .iter()
+            .map(|c| ShapeKey {
+                key: c.key.to_string(),
+                date: c.kind == Kind::Epoch,
+            })
+            .collect()
+    }
+
+    /// The select list with every column qualified by `alias` (for joins).
+    pub fn select_as(&self, alias: &str) -> String {
+        self.names
+            .iter()
+            .map(|n| format!("{alias}.{n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Writes the first `cols.len()` cells of `row` as one JSON object (NULL ⇒ key omitted).
+    pub fn write(&self, j: &mut JsonOut, row: &[Value]) {
+        j.open_obj();
+        for (col, v) in self.cols.iter().zip(row) {
+            match col.kind {
+                Kind::Text => j.str_field(col.key, v),
+                Kind::Int | Kind::Epoch => j.num_field(col.key, v),
+                Kind::Json => j.json_field(col.key, v),
+            }
+        }
+        j.close_obj();
+    }
+
+    /// Rows as one JSON array.
+    pub fn write_all(&self, rows: &[Vec<Value>]) -> String {
+        let mut j = JsonOut::new();
+        j.open_arr();
+        for r in rows {
+            self.write(&mut j, r);
+        }
+        j.close_arr();
+        j.finish()
+    }
 }
 
 /// Incremental writer of one JSON object/array document.
@@ -128,11 +291,6 @@ impl JsonOut {
     pub fn num(&mut self, v: i64) {
         self.sep();
         self.buf.push_str(&v.to_string());
-    }
-    /// A boolean value.
-    pub fn bool(&mut self, v: bool) {
-        self.sep();
-        self.buf.push_str(if v { "true" } else { "false" });
     }
     /// JSON `null`.
     pub fn null(&mut self) {

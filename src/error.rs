@@ -1,23 +1,31 @@
-//! One error type for the crate, mapped to a JS `Error` with a stable `code` prefix.
+//! One error type for the crate, and the one place that turns it into a JS error object.
 //!
-//! Driver errors keep the server's message and error number so callers can tell a deadlock from a
-//! syntax error; anything that might echo a connection URL is scrubbed of the password first.
+//! Every error reaching JS is built here, in Rust: a `TypeError` / `RangeError` for a bad
+//! argument, an `Error` otherwise, carrying `kind` (`argument`, `server`, `connection`,
+//! `contract`), a symbolic `code`, and for server errors mysql2's `errno` and `sqlState`. The
+//! JavaScript side parses nothing. Messages never hold a password (see `PoolHandle::redact`).
 
-use napi::Status;
+use crate::errcodes;
+use napi::bindgen_prelude::*;
+use napi::sys;
+use std::ffi::CString;
 
 /// What went wrong, by origin.
 #[derive(Debug, Clone)]
 pub enum Error {
-    /// Bad argument or option from the caller (maps to a JS `TypeError`-like message).
+    /// A bad argument or option (a JS `TypeError`).
     Invalid(String),
+    /// An argument outside the range a column or the server can hold (a JS `RangeError`).
+    Range(String),
     /// The server answered with an error.
     Server {
         code: u16,
         state: String,
         message: String,
     },
-    /// Connection, I/O or pool trouble: the connection is unusable afterwards.
-    Connection(String),
+    /// Connection, I/O or pool trouble: the connection is unusable afterwards. `code` is the
+    /// Node-style code mysql2 users branch on (`ECONNREFUSED`, `PROTOCOL_CONNECTION_LOST`, …).
+    Connection { code: &'static str, message: String },
     /// No answer within `queryTimeoutMs`: the connection was closed (a connection failure whose
     /// outcome, for a write outside a transaction, is unknown).
     Timeout(String),
@@ -27,14 +35,54 @@ pub enum Error {
     Aborted(String),
     /// The backend's own contract errors (run not found, lease lost, …).
     Contract(String),
-    /// An error raised by a JS `Sql` wrapper (wrapped path).
+    /// An error raised by a JS `Sql` wrapper (wrapped path; JS rethrows the wrapper's own object).
     Js(String),
 }
 
 /// Crate result alias.
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// Who is to blame, as a caller sees it (`err.kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The caller passed something unusable; nothing was sent.
+    Argument,
+    /// The server refused the statement.
+    Server,
+    /// The connection failed or went silent.
+    Connection,
+    /// The call broke a rule of the backend contract (e.g. a lease no longer held).
+    Contract,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::Argument => "argument",
+            Kind::Server => "server",
+            Kind::Connection => "connection",
+            Kind::Contract => "contract",
+        }
+    }
+}
+
 impl Error {
+    /// A connection failure with mysql2's code for a lost connection.
+    pub fn connection(message: impl Into<String>) -> Self {
+        Error::Connection {
+            code: "PROTOCOL_CONNECTION_LOST",
+            message: message.into(),
+        }
+    }
+
+    /// A call on a pool after its `close()`.
+    pub fn closed() -> Self {
+        Error::Connection {
+            code: "POOL_CLOSED",
+            message: "this Sql pool is closed (close() was called)".into(),
+        }
+    }
+
     /// True for InnoDB deadlocks and lock-wait timeouts (on Galera also certification failures,
     /// reported as deadlocks) and for units aborted before COMMIT: a re-run of the whole unit
     /// cures them, because nothing of it was committed.
@@ -50,13 +98,62 @@ impl Error {
 
     /// True when the connection the error came from must not be used again.
     pub fn is_connection(&self) -> bool {
-        matches!(self, Error::Connection(_) | Error::Timeout(_))
+        matches!(self, Error::Connection { .. } | Error::Timeout(_))
     }
 
     /// True when the server has already rolled the whole transaction back (a deadlock or a
-    /// Galera brute-force abort), so later statements would run outside it.
+    /// Galera brute-force abort), or its state is unknown, so later statements would run
+    /// outside it.
     pub fn ends_transaction(&self) -> bool {
         self.is_connection() || matches!(self, Error::Server { code: 1213, .. } | Error::Aborted(_))
+    }
+
+    /// Who is to blame.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Error::Invalid(_) | Error::Range(_) => Kind::Argument,
+            Error::Server { .. } | Error::Aborted(_) | Error::Js(_) => Kind::Server,
+            Error::Connection { .. } | Error::Timeout(_) => Kind::Connection,
+            Error::Contract(_) => Kind::Contract,
+        }
+    }
+
+    /// The symbolic code (`err.code`).
+    pub fn code(&self) -> String {
+        match self {
+            Error::Invalid(_) => "ERR_INVALID_ARG".into(),
+            Error::Range(_) => "ERR_OUT_OF_RANGE".into(),
+            Error::Server { code, .. } => errcodes::name(*code),
+            Error::Connection { code, .. } => (*code).into(),
+            Error::Timeout(_) => "ETIMEDOUT".into(),
+            Error::Aborted(_) => "ERR_UNIT_ABORTED".into(),
+            Error::Contract(_) => "ERR_CONTRACT".into(),
+            Error::Js(_) => "ERR_WRAPPED_SQL".into(),
+        }
+    }
+
+    /// Human-readable text without secrets.
+    pub fn message(&self) -> String {
+        match self {
+            Error::Invalid(m)
+            | Error::Range(m)
+            | Error::Contract(m)
+            | Error::Js(m)
+            | Error::Aborted(m) => m.clone(),
+            // The numbers stay in the text too, for logs that print only the message.
+            Error::Server {
+                code,
+                state,
+                message,
+            } => format!("{message} (errno {code}, sqlstate {state})"),
+            Error::Connection {
+                code: "POOL_CLOSED",
+                message: m,
+            } => m.clone(),
+            Error::Connection { message: m, .. } | Error::Timeout(m) => {
+                format!("MySQL connection error: {m}")
+            }
+        }
     }
 
     /// The same error with `f` applied to its message text.
@@ -71,31 +168,88 @@ impl Error {
                 state,
                 message: f(message),
             },
-            Error::Connection(m) => Error::Connection(f(m)),
+            Error::Connection { code, message } => Error::Connection {
+                code,
+                message: f(message),
+            },
             Error::Timeout(m) => Error::Timeout(f(m)),
             Error::Aborted(m) => Error::Aborted(f(m)),
             Error::Invalid(m) => Error::Invalid(f(m)),
+            Error::Range(m) => Error::Range(f(m)),
             Error::Contract(m) => Error::Contract(f(m)),
             Error::Js(m) => Error::Js(f(m)),
         }
     }
 
-    /// Human-readable text without secrets.
-    pub fn message(&self) -> String {
-        match self {
-            Error::Invalid(m) | Error::Contract(m) | Error::Js(m) | Error::Aborted(m) => m.clone(),
-            Error::Server {
-                code,
-                state,
-                message,
-            } => format!("{message} (errno {code}, sqlstate {state})"),
-            Error::Connection(m) | Error::Timeout(m) => format!("MySQL connection error: {m}"),
+    /// Builds the JS error object (see module docs), to reject or throw with.
+    pub fn to_js(&self, env: sys::napi_env) -> napi::Error {
+        match self.to_js_value(env) {
+            Ok(obj) => napi::Error::from(obj),
+            Err(e) => e,
         }
     }
+
+    /// Builds the JS error object as a value.
+    pub fn to_js_value(&self, env: sys::napi_env) -> napi::Result<Unknown<'static>> {
+        // SAFETY: `env` is the live environment of the JS thread this is called on.
+        unsafe {
+            let obj = self.build(env)?;
+            Ok(Unknown::from_raw_unchecked(env, obj))
+        }
+    }
+
+    unsafe fn build(&self, env: sys::napi_env) -> napi::Result<sys::napi_value> {
+        let code = self.code();
+        let create = match self {
+            Error::Invalid(_) => sys::napi_create_type_error,
+            Error::Range(_) => sys::napi_create_range_error,
+            _ => sys::napi_create_error,
+        };
+        let mut obj = std::ptr::null_mut();
+        let js_code = String::to_napi_value(env, code)?;
+        let js_message = String::to_napi_value(env, self.message())?;
+        check_status!(create(env, js_code, js_message, &mut obj))?;
+        set(
+            env,
+            obj,
+            "kind",
+            String::to_napi_value(env, self.kind().as_str().into())?,
+        )?;
+        if let Error::Server { code, state, .. } = self {
+            set(
+                env,
+                obj,
+                "errno",
+                u32::to_napi_value(env, u32::from(*code))?,
+            )?;
+            set(
+                env,
+                obj,
+                "sqlState",
+                String::to_napi_value(env, state.clone())?,
+            )?;
+        }
+        if self.is_connection() {
+            // mysql2 marks errors that end the connection as fatal.
+            set(env, obj, "fatal", bool::to_napi_value(env, true)?)?;
+        }
+        Ok(obj)
+    }
+}
+
+unsafe fn set(
+    env: sys::napi_env,
+    obj: sys::napi_value,
+    key: &str,
+    value: sys::napi_value,
+) -> napi::Result<()> {
+    let key = CString::new(key).map_err(|_| napi::Error::from_reason("bad property name"))?;
+    check_status!(sys::napi_set_named_property(env, obj, key.as_ptr(), value))
 }
 
 impl From<mysql_async::Error> for Error {
     fn from(e: mysql_async::Error) -> Self {
+        use mysql_async::{DriverError, IoError};
         match e {
             mysql_async::Error::Server(s) => Error::Server {
                 code: s.code,
@@ -105,24 +259,30 @@ impl From<mysql_async::Error> for Error {
             mysql_async::Error::Url(u) => {
                 Error::Invalid(format!("invalid MySQL URL: {}", scrub(&u.to_string())))
             }
-            other => Error::Connection(scrub(&other.to_string())),
+            mysql_async::Error::Io(IoError::Io(io)) => Error::Connection {
+                code: io_code(io.kind()),
+                message: scrub(&io.to_string()),
+            },
+            mysql_async::Error::Driver(DriverError::PacketTooLarge) => Error::Range(
+                "a statement exceeds the server's max_allowed_packet; reduce the size of the values passed"
+                    .into(),
+            ),
+            other => Error::connection(scrub(&other.to_string())),
         }
     }
 }
 
-impl From<Error> for napi::Error {
-    fn from(e: Error) -> Self {
-        let status = match e {
-            Error::Invalid(_) => Status::InvalidArg,
-            _ => Status::GenericFailure,
-        };
-        napi::Error::new(status, e.message())
-    }
-}
-
-impl From<napi::Error> for Error {
-    fn from(e: napi::Error) -> Self {
-        Error::Js(e.reason.clone())
+/// The Node-style code of an I/O failure, as mysql2 reports it.
+fn io_code(kind: std::io::ErrorKind) -> &'static str {
+    use std::io::ErrorKind::*;
+    match kind {
+        ConnectionRefused => "ECONNREFUSED",
+        ConnectionReset => "ECONNRESET",
+        BrokenPipe => "EPIPE",
+        TimedOut => "ETIMEDOUT",
+        NotFound => "ENOENT",
+        PermissionDenied => "EACCES",
+        _ => "PROTOCOL_CONNECTION_LOST",
     }
 }
 
@@ -166,13 +326,28 @@ mod tests {
     }
 
     #[test]
-    fn deadlocks_are_transient() {
+    fn deadlocks_are_transient_and_end_the_transaction() {
         let e = Error::Server {
             code: 1213,
             state: "40001".into(),
             message: "Deadlock".into(),
         };
         assert!(e.is_transient());
+        assert!(e.ends_transaction());
+        assert_eq!(e.kind(), Kind::Server);
+        assert_eq!(e.code(), "ER_LOCK_DEADLOCK");
         assert!(!Error::Contract("x".into()).is_transient());
+    }
+
+    #[test]
+    fn kinds_tell_the_caller_who_is_to_blame() {
+        assert_eq!(Error::Range("x".into()).kind(), Kind::Argument);
+        assert_eq!(Error::Timeout("x".into()).kind(), Kind::Connection);
+        assert_eq!(Error::connection("x").code(), "PROTOCOL_CONNECTION_LOST");
+        assert_eq!(Error::Contract("x".into()).kind(), Kind::Contract);
+        assert_eq!(
+            io_code(std::io::ErrorKind::ConnectionRefused),
+            "ECONNREFUSED"
+        );
     }
 }

@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::literal;
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Pool, Row, Value};
+use std::borrow::Cow;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -21,7 +22,7 @@ pub struct Stmt {
     pub params: Vec<Value>,
     /// Column names in select-list order when the statement returns rows (used by the wrapped
     /// executor to pick values out of row objects); empty for writes.
-    pub cols: &'static [&'static str],
+    pub cols: Cow<'static, [&'static str]>,
 }
 
 impl Stmt {
@@ -30,19 +31,19 @@ impl Stmt {
         Stmt {
             text: text.into(),
             params,
-            cols: &[],
+            cols: Cow::Borrowed(&[]),
         }
     }
     /// A read returning `cols`.
     pub fn query(
         text: impl Into<String>,
         params: Vec<Value>,
-        cols: &'static [&'static str],
+        cols: impl Into<Cow<'static, [&'static str]>>,
     ) -> Self {
         Stmt {
             text: text.into(),
             params,
-            cols,
+            cols: cols.into(),
         }
     }
 }
@@ -103,10 +104,13 @@ impl PoolHandle {
         match tokio::time::timeout(self.acquire_timeout, checkout).await {
             Ok(Ok(conn)) => Ok(conn),
             Ok(Err(e)) => Err(self.redact(e.into())),
-            Err(_) => Err(Error::Connection(format!(
-                "timed out after {} ms waiting for a connection (acquireTimeoutMs)",
-                self.acquire_timeout.as_millis()
-            ))),
+            Err(_) => Err(Error::Connection {
+                code: "ETIMEDOUT",
+                message: format!(
+                    "timed out after {} ms waiting for a connection (acquireTimeoutMs)",
+                    self.acquire_timeout.as_millis()
+                ),
+            }),
         }
     }
 
@@ -281,7 +285,7 @@ impl NativeExec<'_> {
             sets.remove(0);
         }
         if sets.len() != n {
-            return Err(Error::Connection(format!(
+            return Err(Error::connection(format!(
                 "expected {n} results, got {}",
                 sets.len()
             )));
@@ -293,6 +297,36 @@ impl NativeExec<'_> {
 impl Exec for NativeExec<'_> {
     fn batch(&mut self, stmts: Vec<Stmt>) -> impl Future<Output = Result<Vec<Outcome>>> + Send {
         self.run_batch(stmts)
+    }
+}
+
+/// Whether a unit of work runs as one transaction or as autocommit statements: decided once per
+/// port method (`backend.rs`), honoured by both executors (`run` here, `jsexec::run`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Autocommit,
+    Transaction,
+}
+
+impl Mode {
+    /// A transaction exactly when `cond` holds (an outbox to apply with its guarding write).
+    pub fn transaction_if(cond: bool) -> Mode {
+        if cond {
+            Mode::Transaction
+        } else {
+            Mode::Autocommit
+        }
+    }
+}
+
+/// Runs `body` on the native pool in `mode`.
+pub async fn run<T, F>(handle: &Arc<PoolHandle>, mode: Mode, body: F) -> Result<T>
+where
+    F: for<'a, 'b> FnMut(&'a mut NativeExec<'b>) -> BoxFut<'a, T>,
+{
+    match mode {
+        Mode::Autocommit => autocommit(handle, body).await,
+        Mode::Transaction => transaction(handle, body).await,
     }
 }
 

@@ -1,13 +1,15 @@
 //! The wrapped executor: runs the backend's statements through a JS `Sql` object.
 //!
 //! Used when `createMysqlBackend` gets something other than our native `Sql` (a user's logging or
-//! fault-injecting wrapper). Each statement becomes one call of a JS function `run(request)`;
-//! `index.js` turns the request into `sql.query`/`sql.exec` on the caller's object (or on the
-//! transaction handle its `tx` passed in) and answers with JSON text. Slower than the native
-//! path, but the same SQL in the same order.
+//! fault-injecting wrapper). Each request becomes one call of a JS function `run(request)` (the
+//! bridge in `lib/bridge.js`): a statement turns into `sql.query` / `sql.exec` on the caller's
+//! object, or on the transaction handle of its `tx`; `begin` / `commit` / `rollback` open and
+//! settle that `tx` — when to send them is decided here, from the unit's `Mode`, as for the
+//! native executor. Slower than the native path (one JS call per statement), but the plain SQL
+//! of the JavaScript package, in its order.
 
 use crate::error::{Error, Result};
-use crate::exec::{Exec, Outcome, Stmt};
+use crate::exec::{BoxFut, Exec, Mode, Outcome, Stmt};
 use mysql_async::Value;
 use napi::bindgen_prelude::Promise;
 use napi::threadsafe_function::ThreadsafeFunction;
@@ -20,20 +22,48 @@ pub type RunFn = ThreadsafeFunction<String, Promise<String>, String, Status, fal
 /// Executor over a JS `Sql` (see module docs).
 pub struct JsExec {
     run: RunFn,
+    in_tx: bool,
+    begun: bool,
+}
+
+/// Runs `body` over the bridge `run` in `mode`: inside the wrapped `Sql`'s `tx` for a
+/// transaction (opened with the first statement, committed when `body` succeeded, rolled back
+/// when it failed), statement by statement otherwise.
+pub async fn run<T, F>(run: RunFn, mode: Mode, body: F) -> Result<T>
+where
+    F: for<'a> FnOnce(&'a mut JsExec) -> BoxFut<'a, T>,
+{
+    let mut ex = JsExec {
+        run,
+        in_tx: mode == Mode::Transaction,
+        begun: false,
+    };
+    let result = body(&mut ex).await;
+    if !ex.begun {
+        return result;
+    }
+    match result {
+        Ok(v) => ex.request(r#"{"op":"commit"}"#.into()).await.map(|_| v),
+        Err(e) => {
+            // The body's error is what the caller needs; a failing rollback adds nothing.
+            let _ = ex.request(r#"{"op":"rollback"}"#.into()).await;
+            Err(e)
+        }
+    }
 }
 
 impl JsExec {
-    /// Wraps the JS `run` function handed in by `index.js`.
-    pub fn new(run: RunFn) -> Self {
-        JsExec { run }
+    /// Sends one request to the bridge and returns its JSON answer text.
+    async fn request(&self, req: String) -> Result<String> {
+        let promise = self.run.call_async_catch(req).await.map_err(js_err)?;
+        promise.await.map_err(js_err)
     }
 
     async fn one(&self, stmt: Stmt) -> Result<Outcome> {
         let is_query = !stmt.cols.is_empty();
         let params: Vec<J> = stmt.params.iter().map(to_json).collect::<Result<_>>()?;
         let req = serde_json::json!({ "q": is_query, "t": stmt.text, "p": params }).to_string();
-        let promise = self.run.call_async_catch(req).await.map_err(js_err)?;
-        let answer = promise.await.map_err(js_err)?;
+        let answer = self.request(req).await?;
         let parsed: J = serde_json::from_str(&answer)
             .map_err(|e| Error::Js(format!("wrapped Sql returned unreadable data: {e}")))?;
         if is_query {
@@ -70,6 +100,10 @@ impl Exec for JsExec {
     }
 
     async fn batch(&mut self, stmts: Vec<Stmt>) -> Result<Vec<Outcome>> {
+        if self.in_tx && !self.begun && !stmts.is_empty() {
+            self.request(r#"{"op":"begin"}"#.into()).await?;
+            self.begun = true;
+        }
         let mut out = Vec::with_capacity(stmts.len());
         for s in stmts {
             out.push(self.one(s).await?);

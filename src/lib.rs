@@ -1,39 +1,55 @@
 //! iterativeflow-mysql-native: the iterativeflow backend on MySQL/MariaDB, in Rust behind Node-API.
 //!
-//! `index.js` is the public surface; this crate provides the pool (`sql`), the port logic
-//! (`store`, `queue`, `timer`, `outbox`) over one executor seam (`exec`, `jsexec`), and the
-//! schema (`schema`).
+//! `index.js` and `lib/` are the public surface; this crate provides the pool (`sql`), the port
+//! logic (`store`, `queue`, `timer`, with the shared `statements`) over one executor seam (`exec`
+//! natively, `jsexec` for a wrapped JS `Sql`), the row shapes (`codec`), the schema (`schema`) and
+//! the errors JS sees (`error`, `js`).
 #![deny(clippy::all)]
 
 mod args;
 mod backend;
 mod codec;
 mod config;
+mod errcodes;
 mod error;
 mod exec;
+mod js;
 mod jsexec;
 mod literal;
-mod outbox;
 mod params;
 mod queue;
 mod rows;
 mod schema;
 mod sql;
+mod statements;
 mod store;
 mod timer;
 
+use napi::Env;
 use napi_derive::napi;
 
 /// The six DDL statements for `prefix` (throws on a bad prefix).
 #[napi(js_name = "ddl")]
-pub fn ddl_js(prefix: Option<String>) -> napi::Result<Vec<String>> {
-    Ok(schema::ddl(prefix.as_deref().unwrap_or(""))?)
+pub fn ddl_js(env: &Env, prefix: Option<String>) -> napi::Result<Vec<String>> {
+    js::sync(env, schema::ddl(prefix.as_deref().unwrap_or("")))
 }
 
-/// Throws unless `prefix` satisfies the table-prefix rule.
+/// The six back-quoted table names for `prefix` (throws on a bad prefix).
 #[napi]
-pub fn check_prefix(prefix: String) -> napi::Result<()> {
-    Ok(schema::check_prefix(&prefix)?)
+pub fn table_names(env: &Env, prefix: String) -> napi::Result<schema::TableNames> {
+    js::sync(
+        env,
+        schema::Tables::new(&prefix).map(schema::TableNames::from),
+    )
+}
+
+/// Every row shape JS builds objects of: `{ run: [{ key, date }], step: …, signal: …, cron: … }`.
+#[napi]
+pub fn row_shapes() -> std::collections::HashMap<String, Vec<codec::ShapeKey>> {
+    codec::SHAPES
+        .iter()
+        .map(|(name, shape)| (name.to_string(), shape.keys()))
+        .collect()
 }
 
 /// Sizes the tokio runtime napi runs our futures on. Work per call is tiny (render a batch,

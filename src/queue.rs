@@ -1,27 +1,28 @@
-//! Queue port (CONTRACT §4): leased jobs with `FOR UPDATE SKIP LOCKED` claims.
+//! Queue port: leased jobs with `FOR UPDATE SKIP LOCKED` claims (docs/contract.md, "Queue").
 
 use crate::codec::{i, int, req_int, s, string, JsonOut};
 use crate::error::{Error, Result};
 use crate::exec::{Exec, Stmt};
 use crate::jsexec::JsIds;
 use crate::literal::holes;
-use crate::outbox;
 use crate::schema::Tables;
+use crate::statements;
 
-/// §4.1 — upsert; an active lease is never touched.
+/// `enqueue`: upsert; an active lease is never touched.
 pub async fn enqueue<E: Exec>(
     e: &mut E,
     t: &Tables,
     run_id: &str,
     run_at: i64,
     priority: i64,
-) -> Result<String> {
-    e.batch(vec![outbox::enqueue(t, run_id, run_at, priority)])
+) -> Result<()> {
+    e.batch(vec![statements::enqueue(t, run_id, run_at, priority)])
         .await?;
-    Ok("null".into())
+    Ok(())
 }
 
-/// §4.2 — lock up to `limit` due jobs, then lease them all with ONE set-based UPDATE.
+/// `claim`: lock up to `limit` due jobs, then lease them all with ONE set-based UPDATE (the
+/// caller makes it one transaction).
 /// Token first halves come from the user's `id` option when given (one JS call for exactly the
 /// rows picked), otherwise v4 UUIDs are made here.
 pub async fn claim<E: Exec>(
@@ -107,7 +108,7 @@ fn lease_token(first_half: &str, run_id: &str) -> String {
     token
 }
 
-/// §4.3 — extend a live lease; a lost or expired lease is an error.
+/// `heartbeat`: extend a live lease; a lost or expired lease is an error.
 pub async fn heartbeat<E: Exec>(
     e: &mut E,
     t: &Tables,
@@ -115,7 +116,7 @@ pub async fn heartbeat<E: Exec>(
     token: &str,
     at: i64,
     lease_ms: i64,
-) -> Result<String> {
+) -> Result<()> {
     let out = e
         .batch(
             vec![Stmt::exec(
@@ -128,10 +129,10 @@ pub async fn heartbeat<E: Exec>(
             "heartbeat: lease for {run_id} is no longer held"
         )));
     }
-    Ok("null".into())
+    Ok(())
 }
 
-/// §4.4 — delete if untouched during the lease, else release; both in one round trip.
+/// `ack`: delete the job if it was untouched during the lease, else release it. Never an error.
 pub async fn ack<E: Exec>(
     e: &mut E,
     t: &Tables,
@@ -139,7 +140,7 @@ pub async fn ack<E: Exec>(
     token: &str,
     version: i64,
     at: i64,
-) -> Result<String> {
+) -> Result<()> {
     let params = vec![s(run_id), s(token), i(at), i(version)];
     // The two writes exclude each other (version = / <>): natively the release is only sent when
     // the delete removed nothing (the job was re-enqueued during the lease), so a plain ack is
@@ -164,10 +165,10 @@ pub async fn ack<E: Exec>(
     } else {
         e.batch(vec![delete, release]).await?;
     }
-    Ok("null".into())
+    Ok(())
 }
 
-/// §4.5 — claimable / leased counts and the oldest claimable `run_at`, aggregated in SQL.
+/// `depth`: claimable / leased counts and the oldest claimable age, aggregated in SQL.
 pub async fn depth<E: Exec>(e: &mut E, t: &Tables, now: i64) -> Result<String> {
     let claimable = "run_at <= ? AND (lease_expires IS NULL OR lease_expires <= ?)";
     let out = e

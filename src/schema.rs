@@ -14,6 +14,30 @@ pub struct Tables {
     pub cron: String,
 }
 
+/// The six table names as JS sees them (`tables(prefix)`).
+#[napi_derive::napi(object)]
+pub struct TableNames {
+    pub run: String,
+    pub step: String,
+    pub job: String,
+    pub timer: String,
+    pub signal: String,
+    pub cron: String,
+}
+
+impl From<Tables> for TableNames {
+    fn from(t: Tables) -> Self {
+        TableNames {
+            run: t.run,
+            step: t.step,
+            job: t.job,
+            timer: t.timer,
+            signal: t.signal,
+            cron: t.cron,
+        }
+    }
+}
+
 /// Checks the prefix rule (`^[A-Za-z0-9_]*$`); the only identifier ever interpolated into SQL.
 pub fn check_prefix(prefix: &str) -> Result<()> {
     if prefix

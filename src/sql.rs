@@ -7,6 +7,7 @@
 use crate::config::{self, PoolConfig};
 use crate::error::{Error, Result};
 use crate::exec::{self, PoolHandle};
+use crate::js;
 use crate::literal;
 use crate::params::{self, Param};
 use crate::rows::UserRows;
@@ -83,10 +84,10 @@ where
     Fut: std::future::Future<Output = Result<Outcome>> + Send + 'static,
     F: FnOnce(Outcome) -> T + Send + 'static,
 {
-    let params = convert_params(params)?;
-    params::check_count(&text, &params)?;
+    let params = js::sync(env, convert_params(params))?;
+    js::sync(env, params::check_count(&text, &params))?;
     let pending = run(text, params);
-    env.spawn_future(async move { Ok(shape(pending.await?)) })
+    js::promise(env, async move { pending.await.map(shape) })
 }
 
 impl WriteResult {
@@ -121,11 +122,9 @@ impl NativeSql {
         }
     }
 
-    fn ensure_open(&self) -> Result<()> {
+    fn ensure_open(&self, env: &Env) -> napi::Result<()> {
         if self.closed.load(Ordering::Acquire) {
-            Err(Error::Invalid(
-                "this Sql pool is closed (close() was called)".into(),
-            ))
+            js::sync(env, Err(Error::closed()))
         } else {
             Ok(())
         }
@@ -136,8 +135,8 @@ impl NativeSql {
 impl NativeSql {
     /// Builds a pool from normalised options; nothing connects until the first call.
     #[napi(constructor)]
-    pub fn new(cfg: PoolConfig) -> napi::Result<Self> {
-        let settings = config::build(&cfg)?;
+    pub fn new(env: Env, cfg: PoolConfig) -> napi::Result<Self> {
+        let settings = js::sync(&env, config::build(&cfg))?;
         let describe = format!(
             "NativeSql {{ host: {:?}, port: {}, user: {:?}, database: {:?}, password: {} }}",
             cfg.host.as_deref().unwrap_or("localhost"),
@@ -174,7 +173,7 @@ impl NativeSql {
         text: String,
         params: Option<Vec<Unknown>>,
     ) -> napi::Result<PromiseRaw<'env, UserRows>> {
-        self.ensure_open()?;
+        self.ensure_open(env)?;
         spawn_statement(env, text, params, self.runner(), |(rows, _, _)| rows)
     }
 
@@ -186,7 +185,7 @@ impl NativeSql {
         text: String,
         params: Option<Vec<Unknown>>,
     ) -> napi::Result<PromiseRaw<'env, WriteResult>> {
-        self.ensure_open()?;
+        self.ensure_open(env)?;
         spawn_statement(
             env,
             text,
@@ -197,37 +196,48 @@ impl NativeSql {
     }
 
     /// Checks out one connection and starts a transaction on it (READ COMMITTED).
-    #[napi]
-    pub async fn begin(&self) -> napi::Result<NativeTx> {
-        self.ensure_open()?;
-        let mut conn = self.handle.acquire().await?;
-        let begun = exec::finish(&self.handle, &mut conn, "BEGIN").await;
-        if let Err(e) = begun {
-            exec::release(conn, &Err::<(), _>(e.clone())).await;
-            return Err(self.handle.redact(e).into());
-        }
-        Ok(NativeTx {
-            state: Arc::new(Mutex::new(TxState {
-                conn: Some(conn),
-                ended_by: None,
-            })),
-            pending: Arc::new(Pending::default()),
-            handle: self.handle.clone(),
+    #[napi(ts_return_type = "Promise<NativeTx>")]
+    pub fn begin<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, NativeTx>> {
+        self.ensure_open(env)?;
+        let handle = self.handle.clone();
+        js::promise(env, async move {
+            let mut conn = handle.acquire().await?;
+            let begun = exec::finish(&handle, &mut conn, "BEGIN").await;
+            if let Err(e) = begun {
+                exec::release(conn, &Err::<(), _>(e.clone())).await;
+                return Err(handle.redact(e));
+            }
+            Ok(NativeTx {
+                inner: Arc::new(TxInner {
+                    state: Mutex::new(TxState {
+                        conn: Some(conn),
+                        ended_by: None,
+                    }),
+                    pending: Pending::default(),
+                    handle,
+                }),
+            })
         })
     }
 
     /// Waits for in-flight work, closes every connection, and refuses later calls.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+        let already = self.closed.swap(true, Ordering::AcqRel);
+        let pool = self.handle.pool.clone();
+        js::promise(env, async move {
+            if already {
+                return Ok(());
+            }
+            pool.disconnect().await.map_err(Error::from)
+        })
+    }
+
+    /// The error a call on this pool gets once `close()` was called (`lib/sql.js` refuses such
+    /// calls itself, before they reach Rust).
     #[napi]
-    pub async fn close(&self) -> napi::Result<()> {
-        if self.closed.swap(true, Ordering::AcqRel) {
-            return Ok(());
-        }
-        self.handle
-            .pool
-            .clone()
-            .disconnect()
-            .await
-            .map_err(|e| Error::from(e).into())
+    pub fn closed_error(&self, env: &Env) -> napi::Result<Unknown<'static>> {
+        Error::closed().to_js_value(env.raw())
     }
 
     /// Whether `close()` was called.
@@ -260,8 +270,12 @@ impl NativeSql {
 /// the statements that followed on their own, so `commit()` rolls back and rejects instead.
 #[napi]
 pub struct NativeTx {
-    state: Arc<Mutex<TxState>>,
-    pending: Arc<Pending>,
+    inner: Arc<TxInner>,
+}
+
+struct TxInner {
+    state: Mutex<TxState>,
+    pending: Pending,
     handle: Arc<PoolHandle>,
 }
 
@@ -299,23 +313,15 @@ impl Pending {
     }
 }
 
-impl NativeTx {
-    async fn run(
-        state: Arc<Mutex<TxState>>,
-        handle: Arc<PoolHandle>,
-        sql: String,
-        params: Vec<Param>,
-    ) -> Result<Outcome> {
-        let mut st = state.lock().await;
+impl TxInner {
+    async fn run(&self, sql: String, params: Vec<Param>) -> Result<Outcome> {
+        let mut st = self.state.lock().await;
         if let Some(e) = &st.ended_by {
             return Err(ended_early(e));
         }
-        let c = st
-            .conn
-            .as_mut()
-            .ok_or_else(|| Error::Invalid("this transaction has already finished".into()))?;
+        let c = st.conn.as_mut().ok_or_else(finished)?;
         let id = c.id();
-        let result = handle.bounded(id, run_text(c, &sql, &params)).await;
+        let result = self.handle.bounded(id, run_text(c, &sql, &params)).await;
         if let Err(e) = &result {
             if e.ends_transaction() {
                 st.ended_by = Some(e.clone());
@@ -326,32 +332,7 @@ impl NativeTx {
                 }
             }
         }
-        result.map_err(|e| handle.redact(e))
-    }
-
-    /// Runs a user statement on this transaction's connection, counted as pending from the
-    /// moment it is issued (on the JS thread) until it has finished.
-    fn runner(
-        &self,
-    ) -> impl FnOnce(
-        String,
-        Vec<Param>,
-    )
-        -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Outcome>> + Send>> {
-        let (state, handle, pending) = (
-            self.state.clone(),
-            self.handle.clone(),
-            self.pending.clone(),
-        );
-        // Called by `spawn_statement` on the JS thread once the parameters were accepted.
-        move |text, params| {
-            pending.enter();
-            Box::pin(async move {
-                let result = NativeTx::run(state, handle, text, params).await;
-                pending.leave();
-                result
-            })
-        }
+        result.map_err(|e| self.handle.redact(e))
     }
 
     /// Ends the transaction with `want` (`COMMIT` / `ROLLBACK`) once the statements issued
@@ -366,9 +347,7 @@ impl NativeTx {
             return match ended_by {
                 Some(e) if committing => Err(ended_early(&e)),
                 Some(_) => Ok(()),
-                None => Err(Error::Invalid(
-                    "this transaction has already finished".into(),
-                )),
+                None => Err(finished()),
             };
         };
         let statement = if ended_by.is_some() { "ROLLBACK" } else { want };
@@ -381,12 +360,48 @@ impl NativeTx {
     }
 }
 
+fn finished() -> Error {
+    Error::Contract("this transaction has already finished".into())
+}
+
 /// The error a later statement or `commit()` gets after `first` ended the transaction: the same
 /// kind and codes (a caller retrying on errno 1213 still can), saying nothing was committed.
 fn ended_early(first: &Error) -> Error {
     first.clone().map_message(|m| {
         format!("the transaction was rolled back by an earlier failure, nothing was committed: {m}")
     })
+}
+
+impl NativeTx {
+    /// Runs a user statement on this transaction's connection, counted as pending from the
+    /// moment it is issued (on the JS thread) until it has finished.
+    fn runner(
+        &self,
+    ) -> impl FnOnce(
+        String,
+        Vec<Param>,
+    )
+        -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Outcome>> + Send>> {
+        let inner = self.inner.clone();
+        // Called by `spawn_statement` on the JS thread once the parameters were accepted.
+        move |text, params| {
+            inner.pending.enter();
+            Box::pin(async move {
+                let result = inner.run(text, params).await;
+                inner.pending.leave();
+                result
+            })
+        }
+    }
+
+    fn finishing<'env>(
+        &self,
+        env: &'env Env,
+        want: &'static str,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        js::promise(env, async move { inner.finish(want).await })
+    }
 }
 
 #[napi]
@@ -421,14 +436,14 @@ impl NativeTx {
 
     /// Commits (after every issued statement has finished) and returns the connection to the
     /// pool; rolls back and rejects when an earlier failure ended the transaction.
-    #[napi]
-    pub async fn commit(&self) -> napi::Result<()> {
-        Ok(self.finish("COMMIT").await?)
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn commit<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+        self.finishing(env, "COMMIT")
     }
 
     /// Rolls back and returns the connection to the pool.
-    #[napi]
-    pub async fn rollback(&self) -> napi::Result<()> {
-        Ok(self.finish("ROLLBACK").await?)
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn rollback<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+        self.finishing(env, "ROLLBACK")
     }
 }

@@ -1,0 +1,79 @@
+'use strict';
+// The wrapped-Sql bridge: how Rust's wrapped executor (src/jsexec.rs) reaches a user's `Sql`.
+// Each request is JSON: a statement (`{ q, t, p }` → `sql.query` / `sql.exec` on the current
+// target) or `{ op: 'begin' | 'commit' | 'rollback' }`, which Rust sends when the unit is a
+// transaction: `begin` opens the user's `sql.tx(fn)` and makes its handle the target until
+// `commit` lets `fn` resolve (the user's tx commits) or `rollback` makes it throw.
+
+const ROLLBACK = Symbol('rollback requested by the backend');
+
+/** JSON replacer for driver rows: BigInt as digits, Buffer (binary-collated text) as UTF-8. */
+function jsonSafe(key, value) {
+  const raw = this[key]; // before Buffer#toJSON turned it into { type, data }
+  if (Buffer.isBuffer(raw)) return raw.toString('utf8');
+  if (typeof value === 'bigint') return value.toString();
+  return value;
+}
+
+/**
+ * `(request JSON) => Promise<answer JSON>` over `sql`. The first rejection of the user's object
+ * is kept in `seen.error`, so that the caller gets its own error object back.
+ */
+function bridge(sql, seen) {
+  let target = sql;
+  let tx = null; // { done: Promise of sql.tx(...), settle: { resolve, reject } }
+
+  async function begin() {
+    let entered;
+    const inside = new Promise((resolve) => (entered = resolve));
+    const state = { done: null, settle: null };
+    state.done = Promise.resolve().then(() =>
+      sql.tx(
+        (t) =>
+          new Promise((resolve, reject) => {
+            target = t;
+            state.settle = { resolve, reject };
+            entered();
+          }),
+      ),
+    );
+    // Nobody may be waiting for it at the moment it settles; end() awaits it.
+    state.done.catch(() => undefined);
+    // sql.tx may fail before it calls fn (no connection): that failure is the answer.
+    await Promise.race([inside, state.done]);
+    if (state.settle === null) throw new Error('the wrapped Sql.tx finished without calling its function');
+    tx = state;
+  }
+
+  async function end(commit) {
+    const state = tx;
+    tx = null;
+    target = sql;
+    if (commit) {
+      state.settle.resolve();
+      await state.done;
+    } else {
+      state.settle.reject(ROLLBACK);
+      await state.done.catch(() => undefined);
+    }
+  }
+
+  return async (request) => {
+    try {
+      const { op, q, t, p } = JSON.parse(request);
+      if (op === 'begin') await begin();
+      else if (op === 'commit' || op === 'rollback') await end(op === 'commit');
+      else if (q) return JSON.stringify((await target.query(t, p)) ?? [], jsonSafe);
+      else {
+        const r = await target.exec(t, p);
+        return JSON.stringify({ affectedRows: Number(r?.affectedRows ?? 0), insertId: Number(r?.insertId ?? 0) });
+      }
+      return 'null';
+    } catch (e) {
+      if (seen.error === undefined && e !== ROLLBACK) seen.error = e;
+      throw e;
+    }
+  };
+}
+
+module.exports = { bridge };

@@ -1,0 +1,41 @@
+'use strict';
+// One call into Rust per port method. Arguments are validated and encoded synchronously (a bad
+// one rejects the returned promise before anything is sent); Rust then runs the whole unit of
+// work — on our native pool, or statement by statement through a user's `Sql` via the bridge —
+// and decides by itself which units are transactions.
+const binding = require('./binding');
+const { bridge } = require('./bridge');
+const { nativeOf } = require('./sql');
+
+/** `call(method, build)`: `build()` returns the native method's arguments (or throws). */
+function createCaller(sql, prefix) {
+  const native = nativeOf(sql);
+  let run;
+  if (native) {
+    const nb = binding.NativeBackend.native(native, prefix);
+    run = (method, args) => sql.track(() => nb[method](...args));
+  } else {
+    if (!sql || typeof sql.query !== 'function' || typeof sql.exec !== 'function' || typeof sql.tx !== 'function') {
+      throw new TypeError('createMysqlBackend: sql must be mysqlPool(...) or an object with query, exec and tx');
+    }
+    const nb = binding.NativeBackend.wrapped(prefix);
+    // The caller's own driver error (with its code/errno) is rethrown, not Rust's copy of it.
+    run = (method, args) => {
+      const seen = { error: undefined };
+      return nb[method](...args, bridge(sql, seen)).catch((e) => {
+        throw seen.error !== undefined ? seen.error : e;
+      });
+    };
+  }
+  return (method, build) => {
+    let args;
+    try {
+      args = build();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return run(method, args);
+  };
+}
+
+module.exports = { createCaller };
