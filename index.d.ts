@@ -58,8 +58,6 @@ export interface PoolOptions {
    * to kill its session.
    */
   queryTimeoutMs?: number;
-  /** Prepared-statement cache per connection (default 64). */
-  statementCacheSize?: number;
   ssl?: boolean | SslOptions;
 }
 

@@ -13,10 +13,10 @@ const { createWakeup } = require('./wakeup');
 /** Id sources from `opts.id`: run/signal ids (VARCHAR(191) keys) and lease-token halves. */
 function idSources(customId) {
   if (customId === undefined) return { newId: randomUUID, tokenIds: undefined };
-  if (typeof customId !== 'function') throw new TypeError('createMysqlBackend: opts.id must be a function');
+  if (typeof customId !== 'function') throw c.typeError('createMysqlBackend: opts.id must be a function');
   const generated = () => {
     const v = customId();
-    if (typeof v !== 'string' || v.length === 0) throw new TypeError('opts.id() must return a non-empty string');
+    if (typeof v !== 'string' || v.length === 0) throw c.typeError('opts.id() must return a non-empty string');
     return v;
   };
   return {
@@ -27,9 +27,9 @@ function idSources(customId) {
 }
 
 function createMysqlBackend(sql, opts = {}) {
-  if (opts === null || typeof opts !== 'object') throw new TypeError('createMysqlBackend: opts must be an object');
+  if (opts === null || typeof opts !== 'object') throw c.typeError('createMysqlBackend: opts must be an object');
   const prefix = opts.prefix === undefined ? '' : opts.prefix;
-  if (typeof prefix !== 'string') throw new TypeError('createMysqlBackend: opts.prefix must be a string');
+  if (typeof prefix !== 'string') throw c.typeError('createMysqlBackend: opts.prefix must be a string');
   binding.tableNames(prefix); // throws a TypeError naming a bad prefix
   const { newId, tokenIds } = idSources(opts.id);
   const call = createCaller(sql, prefix);

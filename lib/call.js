@@ -3,6 +3,7 @@
 // one rejects the returned promise before anything is sent); Rust then runs the whole unit of
 // work — on our native pool, or statement by statement through a user's `Sql` via the bridge —
 // and decides by itself which units are transactions.
+const c = require('./check');
 const binding = require('./binding');
 const { bridge } = require('./bridge');
 const { nativeOf } = require('./sql');
@@ -16,7 +17,7 @@ function createCaller(sql, prefix) {
     run = (method, args) => sql.track(() => nb[method](...args));
   } else {
     if (!sql || typeof sql.query !== 'function' || typeof sql.exec !== 'function' || typeof sql.tx !== 'function') {
-      throw new TypeError('createMysqlBackend: sql must be mysqlPool(...) or an object with query, exec and tx');
+      throw c.typeError('createMysqlBackend: sql must be mysqlPool(...) or an object with query, exec and tx');
     }
     const nb = binding.NativeBackend.wrapped(prefix);
     // The caller's own driver error (with its code/errno) is rethrown, not Rust's copy of it.

@@ -1,14 +1,26 @@
 'use strict';
-// Argument checks for the port methods: every bad input becomes a TypeError/RangeError naming
-// the argument before anything reaches the database.
+// Argument checks: every bad input becomes a TypeError/RangeError naming the argument before
+// anything reaches the database. They carry the same `kind: 'argument'` and `code` as the
+// argument errors Rust builds (src/error.rs), so a caller tells them apart the same way.
 
 const MAX_KEY = 191; // VARCHAR(191) columns
 
+function argument(Ctor, code, message) {
+  const e = new Ctor(message);
+  e.kind = 'argument';
+  e.code = code;
+  return e;
+}
+/** A TypeError for an argument of the wrong type or shape. */
+const typeError = (message) => argument(TypeError, 'ERR_INVALID_ARG', message);
+/** A RangeError for an argument outside what its column or the server can hold. */
+const rangeError = (message) => argument(RangeError, 'ERR_OUT_OF_RANGE', message);
+
 function str(v, name) {
-  if (typeof v !== 'string') throw new TypeError(`${name} must be a string, got ${typeName(v)}`);
+  if (typeof v !== 'string') throw typeError(`${name} must be a string, got ${typeName(v)}`);
   // VARCHAR(191) counts characters (code points); UTF-16 length over-counts astral ones.
-  if (v.length > MAX_KEY && [...v].length > MAX_KEY) throw new RangeError(`${name} is longer than ${MAX_KEY} characters`);
-  if (!v.isWellFormed()) throw new TypeError(`${name} contains a lone UTF-16 surrogate`);
+  if (v.length > MAX_KEY && [...v].length > MAX_KEY) throw rangeError(`${name} is longer than ${MAX_KEY} characters`);
+  if (!v.isWellFormed()) throw typeError(`${name} contains a lone UTF-16 surrogate`);
   return v;
 }
 
@@ -17,14 +29,14 @@ function optStr(v, name) {
 }
 
 function longStr(v, name) {
-  if (typeof v !== 'string') throw new TypeError(`${name} must be a string, got ${typeName(v)}`);
-  if (!v.isWellFormed()) throw new TypeError(`${name} contains a lone UTF-16 surrogate`);
+  if (typeof v !== 'string') throw typeError(`${name} must be a string, got ${typeName(v)}`);
+  if (!v.isWellFormed()) throw typeError(`${name} contains a lone UTF-16 surrogate`);
   return v;
 }
 
 function int(v, name, min = -(2 ** 31), max = 2 ** 31 - 1) {
-  if (typeof v !== 'number' || !Number.isInteger(v)) throw new TypeError(`${name} must be an integer, got ${typeName(v)}`);
-  if (v < min || v > max) throw new RangeError(`${name} must be between ${min} and ${max}, got ${v}`);
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw typeError(`${name} must be an integer, got ${typeName(v)}`);
+  if (v < min || v > max) throw rangeError(`${name} must be between ${min} and ${max}, got ${v}`);
   return v;
 }
 
@@ -35,18 +47,18 @@ const isDate = (v) => v instanceof Date || Object.prototype.toString.call(v) ===
 
 /** Epoch ms of a Date (from any realm); what its getTime() answers must be a valid time value. */
 function ms(v, name) {
-  if (!isDate(v)) throw new TypeError(`${name} must be a Date, got ${typeName(v)}`);
+  if (!isDate(v)) throw typeError(`${name} must be a Date, got ${typeName(v)}`);
   const t = v.getTime();
-  if (Number.isNaN(t)) throw new RangeError(`${name} is an invalid Date`);
+  if (Number.isNaN(t)) throw rangeError(`${name} is an invalid Date`);
   if (!Number.isInteger(t) || Math.abs(t) > MAX_TIME) {
-    throw new RangeError(`${name} must be a Date within the valid range, its getTime() returned ${t}`);
+    throw rangeError(`${name} must be a Date within the valid range, its getTime() returned ${t}`);
   }
   return t;
 }
 
 /** Refuses a lease whose expiry (`at + leaseMs`) would not be a valid Date. */
 function expiry(at, leaseMs, name) {
-  if (at + leaseMs > MAX_TIME) throw new RangeError(`${name}: the lease would expire after the last valid Date`);
+  if (at + leaseMs > MAX_TIME) throw rangeError(`${name}: the lease would expire after the last valid Date`);
 }
 
 function optMs(v, name, fallback) {
@@ -57,29 +69,29 @@ function optMs(v, name, fallback) {
 function json(v, name) {
   if (v === undefined) return undefined;
   if (typeof v === 'function' || typeof v === 'symbol') {
-    throw new TypeError(`${name} cannot be stored: a ${typeof v} is not JSON`);
+    throw typeError(`${name} cannot be stored: a ${typeof v} is not JSON`);
   }
   let text;
   try {
     text = JSON.stringify(v);
   } catch (e) {
-    throw new TypeError(`${name} cannot be stored as JSON: ${e.message}`);
+    throw typeError(`${name} cannot be stored as JSON: ${e.message}`);
   }
   return text;
 }
 
 function obj(v, name) {
-  if (v === null || typeof v !== 'object') throw new TypeError(`${name} must be an object, got ${typeName(v)}`);
+  if (v === null || typeof v !== 'object') throw typeError(`${name} must be an object, got ${typeName(v)}`);
   return v;
 }
 
 function arr(v, name) {
-  if (!Array.isArray(v)) throw new TypeError(`${name} must be an array, got ${typeName(v)}`);
+  if (!Array.isArray(v)) throw typeError(`${name} must be an array, got ${typeName(v)}`);
   return v;
 }
 
 function oneOf(v, allowed, name) {
-  if (!allowed.includes(v)) throw new TypeError(`${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(v)}`);
+  if (!allowed.includes(v)) throw typeError(`${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(v)}`);
   return v;
 }
 
@@ -90,4 +102,4 @@ function typeName(v) {
   return typeof v;
 }
 
-module.exports = { str, optStr, longStr, int, ms, optMs, expiry, json, obj, arr, oneOf };
+module.exports = { typeError, rangeError, str, optStr, longStr, int, ms, optMs, expiry, json, obj, arr, oneOf };

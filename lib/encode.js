@@ -84,7 +84,7 @@ function outboxOf(fx, name) {
 function statusList(s, name) {
   if (s === undefined) return undefined;
   const list = Array.isArray(s) ? [...s] : [s];
-  if (list.length === 0) throw new Error(`listRuns: ${name} is an empty list`);
+  if (list.length === 0) throw c.typeError(`listRuns: ${name} is an empty list`);
   list.forEach((x, i) => c.oneOf(x, RUN_STATUSES, `${name}[${i}]`));
   return list;
 }

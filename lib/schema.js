@@ -1,10 +1,11 @@
 'use strict';
 // ddl / applySchema / tables: the alpha.2 on-disk format, with the prefix rule enforced natively.
+const c = require('./check');
 const binding = require('./binding');
 
 function prefixOf(prefix) {
   if (prefix === undefined) return '';
-  if (typeof prefix !== 'string') throw new TypeError('prefix must be a string');
+  if (typeof prefix !== 'string') throw c.typeError('prefix must be a string');
   return prefix;
 }
 
@@ -20,7 +21,7 @@ function tables(prefix) {
 
 /** Applies the DDL statement by statement (idempotent; never alters an existing table). */
 async function applySchema(sql, prefix) {
-  if (!sql || typeof sql.query !== 'function') throw new TypeError('applySchema: sql must be an Sql (with query)');
+  if (!sql || typeof sql.query !== 'function') throw c.typeError('applySchema: sql must be an Sql (with query)');
   for (const stmt of ddl(prefix)) await sql.query(stmt);
 }
 

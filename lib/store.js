@@ -28,7 +28,7 @@ function createStore(call, newId) {
     startManyRuns(specs) {
       return call('startManyRuns', () => {
         c.arr(specs, 'specs');
-        if (specs.length > MAX_BATCH) throw new RangeError(`specs: at most ${MAX_BATCH} specs per call`);
+        if (specs.length > MAX_BATCH) throw c.rangeError(`specs: at most ${MAX_BATCH} specs per call`);
         const encoded = specs.map((s, i) => specOf(s, `specs[${i}]`));
         return [encoded.map(() => newId()), encoded];
       });
@@ -130,7 +130,7 @@ function createStore(call, newId) {
         if (page.cursor !== undefined && page.cursor !== '') {
           cursor = Number(page.cursor);
           if (typeof page.cursor !== 'string' || !Number.isSafeInteger(cursor)) {
-            throw new TypeError('page.cursor must be a cursor string returned by listRuns');
+            throw c.typeError('page.cursor must be a cursor string returned by listRuns');
           }
         }
         return [
@@ -166,7 +166,7 @@ function createStore(call, newId) {
         call('upsertCron', () => {
           c.obj(spec, 'spec');
           if (typeof spec.schedule !== 'string' || spec.schedule.length > 255) {
-            throw new TypeError('spec.schedule must be a string of at most 255 characters');
+            throw c.typeError('spec.schedule must be a string of at most 255 characters');
           }
           return [
             {

@@ -1,5 +1,5 @@
 'use strict';
-// In-process, edge-triggered wakeup (CONTRACT §6): a signal resolves the waiters present at that
+// In-process, edge-triggered wakeup (docs/contract.md, "Wakeup"): a signal resolves the waiters present at that
 // moment and is otherwise forgotten.
 
 function createWakeup() {

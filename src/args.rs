@@ -1,6 +1,6 @@
-//! Argument shapes passed from `index.js` to the backend methods.
+//! Argument shapes passed from `lib/` (store.js, queue.js, timer.js via encode.js) to the backend methods.
 //!
-//! `index.js` validates user input and pre-serialises JSON values with `JSON.stringify` (which
+//! `lib/` validates user input and pre-serialises JSON values with `JSON.stringify` (which
 //! defines the contract's JSON fidelity), so Rust receives flat, already-checked data.
 
 use napi_derive::napi;

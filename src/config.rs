@@ -1,35 +1,34 @@
 //! Connection options from JS, validated and turned into `mysql_async` options.
 //!
 //! `mysql_async::Pool::new` panics on some bad inputs, so every field is checked here first and a
-//! bad value becomes an `Error::Invalid` naming the option, before any connection is tried.
+//! bad value becomes an `Error::Invalid` naming the option, before any connection is tried. This
+//! is the one place option ranges are checked (`lib/sql.js` only turns URL digits into numbers).
 
 use crate::error::{Error, Result};
 use mysql_async::{OptsBuilder, PoolConstraints, PoolOpts, SslOpts};
 use napi_derive::napi;
 use std::time::Duration;
 
-/// Connection options, already normalised by `index.js` from a URL, a mysql2 pool or an object.
+/// Connection options, already normalised by `lib/sql.js` from a URL, a mysql2 pool or an object.
 #[napi(object)]
 #[derive(Clone, Default)]
 pub struct PoolConfig {
     pub host: Option<String>,
-    pub port: Option<u32>,
+    pub port: Option<i64>,
     pub user: Option<String>,
     pub password: Option<String>,
     pub database: Option<String>,
     pub socket_path: Option<String>,
     /// Maximum open connections (mysql2's `connectionLimit`); default 10.
-    pub connection_limit: Option<u32>,
+    pub connection_limit: Option<i64>,
     /// How long a call may wait for a connection (checkout, or connect + handshake), in ms;
     /// default 10 000.
-    pub acquire_timeout_ms: Option<u32>,
+    pub acquire_timeout_ms: Option<i64>,
     /// How long one round trip on an established connection may go unanswered, in ms, before
     /// the call rejects and the connection is closed; default 60 000, 0 = no bound.
-    pub query_timeout_ms: Option<u32>,
+    pub query_timeout_ms: Option<i64>,
     /// TLS: `true`/`require` = encrypt; see `SslConfig`.
     pub ssl: Option<SslConfig>,
-    /// Prepared-statement cache per connection (user queries with parameters); default 64.
-    pub statement_cache_size: Option<u32>,
 }
 
 /// TLS settings (mirrors mysql2's `ssl` object where it makes sense).
@@ -54,11 +53,26 @@ pub struct Settings {
     pub password: Option<String>,
 }
 
-const MAX_CONNECTIONS: u32 = 10_000;
+const MAX_CONNECTIONS: i64 = 10_000;
 
 /// Default bound on an unanswered round trip: far above any statement the backend sends, and
 /// above the server's default lock wait (50 s), so only a silent network or server reaches it.
-const DEFAULT_QUERY_TIMEOUT_MS: u32 = 60_000;
+const DEFAULT_QUERY_TIMEOUT_MS: i64 = 60_000;
+
+/// The longest timeout accepted, in ms (what Node's timers can hold).
+const MAX_TIMEOUT_MS: i64 = 2_147_483_647;
+
+/// `value` (default `default`) if it lies in `min..=max`, else an error naming `name`.
+fn in_range(name: &str, value: Option<i64>, default: i64, min: i64, max: i64) -> Result<i64> {
+    let v = value.unwrap_or(default);
+    if (min..=max).contains(&v) {
+        Ok(v)
+    } else {
+        Err(Error::Invalid(format!(
+            "mysqlPool: {name} must be an integer between {min} and {max}, got {v}"
+        )))
+    }
+}
 
 fn ident_ok(s: &str) -> bool {
     !s.contains('\0')
@@ -70,16 +84,28 @@ pub fn build(cfg: &PoolConfig) -> Result<Settings> {
     if host.is_empty() || !ident_ok(&host) || host.contains(['/', ' ']) {
         return Err(Error::Invalid(format!("mysqlPool: invalid host {host:?}")));
     }
-    let port = cfg.port.unwrap_or(3306);
-    if port == 0 || port > 65_535 {
-        return Err(Error::Invalid(format!("mysqlPool: invalid port {port}")));
-    }
-    let limit = cfg.connection_limit.unwrap_or(10);
-    if limit == 0 || limit > MAX_CONNECTIONS {
-        return Err(Error::Invalid(format!(
-            "mysqlPool: connectionLimit must be between 1 and {MAX_CONNECTIONS}, got {limit}"
-        )));
-    }
+    let port = in_range("port", cfg.port, 3306, 1, 65_535)? as u16;
+    let limit = in_range(
+        "connectionLimit",
+        cfg.connection_limit,
+        10,
+        1,
+        MAX_CONNECTIONS,
+    )? as usize;
+    let acquire_ms = in_range(
+        "acquireTimeoutMs",
+        cfg.acquire_timeout_ms,
+        10_000,
+        1,
+        MAX_TIMEOUT_MS,
+    )?;
+    let query_ms = in_range(
+        "queryTimeoutMs",
+        cfg.query_timeout_ms,
+        DEFAULT_QUERY_TIMEOUT_MS,
+        0,
+        MAX_TIMEOUT_MS,
+    )?;
     for (name, v) in [
         ("user", &cfg.user),
         ("password", &cfg.password),
@@ -94,14 +120,10 @@ pub fn build(cfg: &PoolConfig) -> Result<Settings> {
             }
         }
     }
-    let acquire_timeout =
-        Duration::from_millis(u64::from(cfg.acquire_timeout_ms.unwrap_or(10_000).max(1)));
-    let query_timeout = match cfg.query_timeout_ms.unwrap_or(DEFAULT_QUERY_TIMEOUT_MS) {
-        0 => None,
-        ms => Some(Duration::from_millis(u64::from(ms))),
-    };
+    let acquire_timeout = Duration::from_millis(acquire_ms as u64);
+    let query_timeout = (query_ms > 0).then(|| Duration::from_millis(query_ms as u64));
 
-    let constraints = PoolConstraints::new(0, limit as usize)
+    let constraints = PoolConstraints::new(0, limit)
         .ok_or_else(|| Error::Invalid("mysqlPool: invalid connectionLimit".into()))?;
     let pool_opts = PoolOpts::default()
         .with_constraints(constraints)
@@ -110,13 +132,12 @@ pub fn build(cfg: &PoolConfig) -> Result<Settings> {
 
     let mut b = OptsBuilder::default()
         .ip_or_hostname(host)
-        .tcp_port(port as u16)
+        .tcp_port(port)
         .user(cfg.user.clone().or_else(|| Some("root".into())))
         .pass(cfg.password.clone())
         .db_name(cfg.database.clone().filter(|d| !d.is_empty()))
         .client_found_rows(true)
         .prefer_socket(false)
-        .stmt_cache_size(cfg.statement_cache_size.unwrap_or(64) as usize)
         .tcp_keepalive(Some(Duration::from_secs(30)))
         .pool_opts(pool_opts)
         .setup(vec![

@@ -189,7 +189,7 @@ fn render(prefix: Option<&str>, stmts: &[Stmt], mode: literal::Escaping) -> Resu
     parts.extend(prefix.map(str::to_string));
     for s in stmts {
         let mut text = String::with_capacity(s.text.len() + 16 * s.params.len());
-        literal::interpolate(&s.text, &s.params, &mut text, mode).map_err(Error::Invalid)?;
+        literal::render(&s.text, &s.params, &mut text, mode).map_err(Error::Invalid)?;
         parts.push(text);
     }
     Ok(parts)

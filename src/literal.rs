@@ -174,25 +174,43 @@ fn push_hex(out: &mut String, bytes: &[u8], utf8: bool) {
     out.push('\'');
 }
 
-/// Renders `sql` with each `?` replaced by the matching parameter's literal.
-pub fn interpolate(
+/// A value that can stand in for one `?`: a backend `Value`, or a user parameter (which may
+/// expand to a list, see `params.rs`).
+pub trait Bind {
+    fn push(&self, out: &mut String, mode: Escaping) -> Result<(), String>;
+}
+
+impl Bind for Value {
+    fn push(&self, out: &mut String, mode: Escaping) -> Result<(), String> {
+        push_literal(out, self, mode)
+    }
+}
+
+/// Checks that `sql` has one placeholder per parameter.
+pub fn check_count(sql: &str, given: usize) -> Result<Vec<usize>, String> {
+    let offsets = placeholder_offsets(sql);
+    if offsets.len() != given {
+        return Err(format!(
+            "params: the statement has {} placeholders but {given} parameters were given",
+            offsets.len()
+        ));
+    }
+    Ok(offsets)
+}
+
+/// Renders `sql` into `out` with each `?` replaced by the matching parameter's literal: the one
+/// renderer of the crate, for backend statements and user queries alike.
+pub fn render<P: Bind>(
     sql: &str,
-    params: &[Value],
+    params: &[P],
     out: &mut String,
     mode: Escaping,
 ) -> Result<(), String> {
-    let offsets = placeholder_offsets(sql);
-    if offsets.len() != params.len() {
-        return Err(format!(
-            "statement has {} placeholders but {} parameters were given",
-            offsets.len(),
-            params.len()
-        ));
-    }
+    let offsets = check_count(sql, params.len())?;
     let mut last = 0;
     for (off, value) in offsets.iter().zip(params) {
         out.push_str(&sql[last..*off]);
-        push_literal(out, value, mode)?;
+        value.push(out, mode)?;
         last = off + 1;
     }
     out.push_str(&sql[last..]);
@@ -223,7 +241,7 @@ mod tests {
 
     fn render_in(sql: &str, params: &[Value], mode: Escaping) -> String {
         let mut out = String::new();
-        interpolate(sql, params, &mut out, mode).unwrap();
+        super::render(sql, params, &mut out, mode).unwrap();
         out
     }
 
@@ -274,7 +292,7 @@ mod tests {
         );
         assert_eq!(s, "-3,7,0.5,NULL");
         let mut out = String::new();
-        assert!(interpolate(
+        assert!(super::render(
             "?",
             &[Value::Double(f64::NAN)],
             &mut out,
@@ -292,7 +310,7 @@ mod tests {
     #[test]
     fn counts_must_match() {
         let mut out = String::new();
-        assert!(interpolate("? ?", &[Value::Int(1)], &mut out, Escaping::Backslash).is_err());
+        assert!(super::render("? ?", &[Value::Int(1)], &mut out, Escaping::Backslash).is_err());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! anything the SQL layer cannot carry is refused with an error naming the parameter.
 
 use crate::error::{Error, Result};
-use crate::literal::{placeholder_offsets, push_literal, Escaping};
+use crate::literal::{self, Bind, Escaping};
 use mysql_async::Value;
 use napi::bindgen_prelude::*;
 use napi::{sys, JsValue, ValueType};
@@ -130,58 +130,36 @@ pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
 
 /// Checks that `sql` has one placeholder per parameter (done synchronously, before any I/O).
 pub fn check_count(sql: &str, params: &[Param]) -> Result<()> {
-    let n = placeholder_offsets(sql).len();
-    if n != params.len() {
-        return Err(Error::Invalid(format!(
-            "params: the statement has {n} placeholders but {} parameters were given",
-            params.len()
-        )));
-    }
-    Ok(())
+    literal::check_count(sql, params.len())
+        .map(|_| ())
+        .map_err(Error::Invalid)
 }
 
-/// Renders `sql` with parameters inlined as literals (lists expanded), ready for the text protocol.
-pub fn render(sql: &str, params: &[Param], mode: Escaping) -> Result<String> {
-    let offsets = placeholder_offsets(sql);
-    if offsets.len() != params.len() {
-        return Err(Error::Invalid(format!(
-            "params: the statement has {} placeholders but {} parameters were given",
-            offsets.len(),
-            params.len()
-        )));
-    }
-    let mut out = String::with_capacity(sql.len() + 16 * params.len());
-    let mut last = 0;
-    for (off, p) in offsets.iter().zip(params) {
-        out.push_str(&sql[last..*off]);
-        push_param(&mut out, p, mode)?;
-        last = off + 1;
-    }
-    out.push_str(&sql[last..]);
-    Ok(out)
-}
-
-fn push_param(out: &mut String, p: &Param, mode: Escaping) -> Result<()> {
-    match p {
-        Param::One(v) => push_literal(out, v, mode).map_err(Error::Invalid),
-        Param::List(items) if items.is_empty() => {
-            out.push_str("NULL");
-            Ok(())
-        }
-        Param::List(items) => {
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                if let Param::List(_) = item {
-                    out.push('(');
-                    push_param(out, item, mode)?;
-                    out.push(')');
-                } else {
-                    push_param(out, item, mode)?;
-                }
+impl Bind for Param {
+    /// A scalar as its literal; a list as `a, b` (for `IN (?)`); a list of lists as
+    /// `(a, b), (c, d)` (for bulk `VALUES ?`); an empty list as `NULL` (matches nothing).
+    fn push(&self, out: &mut String, mode: Escaping) -> std::result::Result<(), String> {
+        match self {
+            Param::One(v) => v.push(out, mode),
+            Param::List(items) if items.is_empty() => {
+                out.push_str("NULL");
+                Ok(())
             }
-            Ok(())
+            Param::List(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    if let Param::List(_) = item {
+                        out.push('(');
+                        item.push(out, mode)?;
+                        out.push(')');
+                    } else {
+                        item.push(out, mode)?;
+                    }
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -198,23 +176,23 @@ mod tests {
         assert_eq!(v, Value::Date(2030, 1, 1, 0, 0, 0, 123_000));
     }
 
+    fn render(sql: &str, params: &[Param]) -> String {
+        let mut out = String::new();
+        literal::render(sql, params, &mut out, Escaping::Backslash).unwrap();
+        out
+    }
+
     #[test]
     fn lists_expand() {
         let p = vec![Param::List(vec![
             Param::One(Value::Int(1)),
             Param::One(Value::from("a")),
         ])];
-        assert_eq!(
-            render("x IN (?)", &p, Escaping::Backslash).unwrap(),
-            "x IN (1, 'a')"
-        );
+        assert_eq!(render("x IN (?)", &p), "x IN (1, 'a')");
         let rows = vec![Param::List(vec![
             Param::List(vec![Param::One(Value::Int(1)), Param::One(Value::Int(2))]),
             Param::List(vec![Param::One(Value::Int(3)), Param::One(Value::Int(4))]),
         ])];
-        assert_eq!(
-            render("VALUES ?", &rows, Escaping::Backslash).unwrap(),
-            "VALUES (1, 2), (3, 4)"
-        );
+        assert_eq!(render("VALUES ?", &rows), "VALUES (1, 2), (3, 4)");
     }
 }

@@ -4,6 +4,7 @@
 //! stays a string, DATE/DATETIME/TIMESTAMP become `Date` (read as UTC), binary columns become
 //! `Buffer`, JSON columns are parsed, NULL is `null`.
 
+use crate::codec::text;
 use mysql_async::consts::{ColumnFlags, ColumnType};
 use mysql_async::{Column, Row, Value};
 use napi::bindgen_prelude::*;
@@ -24,13 +25,6 @@ impl UserRows {
 
 const BINARY_CHARSET: u16 = 63;
 const MAX_SAFE: i128 = 9_007_199_254_740_991;
-
-fn text(v: &Value) -> Option<&str> {
-    match v {
-        Value::Bytes(b) => std::str::from_utf8(b).ok(),
-        _ => None,
-    }
-}
 
 fn parse_datetime(s: &str) -> Option<f64> {
     let (date, time) = s.split_once(' ').unwrap_or((s, "00:00:00"));

@@ -54,7 +54,8 @@ fn convert_params(params: Option<Vec<Unknown>>) -> Result<Vec<Param>> {
 
 /// Runs one user statement text and returns the first result set.
 async fn run_text(conn: &mut Conn, sql: &str, params: &[Param]) -> Result<Outcome> {
-    let text = params::render(sql, params, literal::escaping_of(conn))?;
+    let mut text = String::with_capacity(sql.len() + 16 * params.len());
+    literal::render(sql, params, &mut text, literal::escaping_of(conn)).map_err(Error::Invalid)?;
     let mut result = conn.query_iter(text).await?;
     let columns = result.columns();
     let affected = result.affected_rows();

@@ -1,10 +1,11 @@
 // CONTRACT.md §12.10 (Atomicity and concurrency, 3 checks), the user-supplied (wrapped) Sql path
 // of §1.2 / §14, and concurrent idempotent starts.
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setup, at, T, wrapSql } from './fixture.mjs';
+import { EXECUTORS, setup, at, T, wrapSql } from './fixture.mjs';
 
-const ctx = setup('conf_concurrency');
+/** The group's tests, over the backend `ctx` holds (one executor). */
+function suite(ctx) {
 
 const childSpec = (parent) => ({ name: 'child', version: 1, input: null, parentRunId: parent, parentCursorKey: 's0', depth: 1 });
 const faultyOnJob = () => wrapSql(ctx.sql, {
@@ -211,3 +212,6 @@ test('§3.6 / §3.8 concurrent markRunning and arriveAtJoin calls are serialized
   const arrivals = await Promise.all(Array.from({ length: 10 }, () => ctx.store.arriveAtJoin(id)));
   assert.deepEqual([...arrivals].sort((a, b) => a - b), [-10, -9, -8, -7, -6, -5, -4, -3, -2, -1]);
 });
+}
+
+for (const executor of EXECUTORS) describe(executor, () => suite(setup('conf_concurrency', { executor })));

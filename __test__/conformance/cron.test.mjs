@@ -1,9 +1,10 @@
 // CONTRACT.md §12.8 (Cron, 3 checks) plus §3.18–§3.20 details.
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setup, at, T, CRON_KEYS } from './fixture.mjs';
+import { EXECUTORS, setup, at, T, CRON_KEYS } from './fixture.mjs';
 
-const ctx = setup('conf_cron');
+/** The group's tests, over the backend `ctx` holds (one executor). */
+function suite(ctx) {
 
 const cron = (over = {}) => ({
   name: 'nightly', schedule: '0 3 * * *', flowName: 'report', flowVersion: 2, input: { region: 'eu' }, nextRunAt: at(1000), ...over,
@@ -125,3 +126,6 @@ test('§13.5 cron names compare case-insensitively', async () => {
   assert.equal(r.name, 'Daily');
   assert.equal(r.input, 'second');
 });
+}
+
+for (const executor of EXECUTORS) describe(executor, () => suite(setup('conf_cron', { executor })));

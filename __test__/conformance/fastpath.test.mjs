@@ -2,11 +2,12 @@
 // a winning checkpoint returns the memo as stored (built from the checkpoint itself, not re-read),
 // markRunning returns the count from the UPDATE's OK packet, and ack deletes or releases with the
 // release statement only sent when needed. Each answer is compared with what the database holds.
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setup, at, LEASE } from './fixture.mjs';
+import { EXECUTORS, setup, at, LEASE } from './fixture.mjs';
 
-const ctx = setup('conf_fastpath');
+/** The group's tests, over the backend `ctx` holds (one executor). */
+function suite(ctx) {
 
 const storedStep = async (runId, cursorKey) => (await ctx.store.loadRun(runId)).steps.get(cursorKey);
 
@@ -121,3 +122,6 @@ test('a step row left behind by a deleted run never answers for it: the checkpoi
   );
   assert.equal(await ctx.count('job'), 0, 'no outbox applied');
 });
+}
+
+for (const executor of EXECUTORS) describe(executor, () => suite(setup('conf_fastpath', { executor })));

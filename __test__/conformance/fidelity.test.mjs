@@ -2,11 +2,12 @@
 // seed's statements (no outbox statement after a lost guard), the caller's own driver errors come
 // back unchanged, a custom id generator is asked once per lease, `null` optional fields behave
 // like absent ones, and server errors carry errno/sqlState/code.
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setup, at, wrapSql } from './fixture.mjs';
+import { EXECUTORS, setup, at, wrapSql } from './fixture.mjs';
 
-const ctx = setup('conf_fidelity');
+/** The group's tests, over the backend `ctx` holds (one executor). */
+function suite(ctx) {
 
 const faultyOnJob = () =>
   wrapSql(ctx.sql, {
@@ -106,3 +107,6 @@ test('a spawn with an empty-string key stores "" (siblings with the same name/ve
   const kids = await ctx.rows(`SELECT id, idempotency_key FROM ${ctx.t.run} WHERE parent_run_id = ?`, [parent]);
   assert.deepEqual(kids, [{ id: 'c1', idempotency_key: '' }]);
 });
+}
+
+for (const executor of EXECUTORS) describe(executor, () => suite(setup('conf_fidelity', { executor })));

@@ -1,8 +1,11 @@
-// Shared fixture for the conformance suite (CONTRACT.md §12).
+// Shared fixture for the conformance suite (docs/contract.md §12).
 //
-// One fresh database per test FILE (before hook), one native pool + schema for the file, and per
-// TEST: the six tables truncated and a fresh backend built. The clock is fixed at
-// 2030-01-01T00:00:00Z; `at(n)` is that instant + n ms.
+// Every group file runs its whole suite once per executor (`EXECUTORS`), as the upstream suites
+// run once per backend factory: `native` hands the backend our pool, `wrapped` a plain JS object
+// implementing `Sql` over it (`wrapSql`), so every statement goes through the wrapped executor.
+// One fresh database per suite (before hook), one native pool + schema for it, and per TEST: the
+// six tables truncated and a fresh backend built. The clock is fixed at 2030-01-01T00:00:00Z;
+// `at(n)` is that instant + n ms.
 //
 // The module under test is the package root (`index.js`). CONFORMANCE_IMPL may name another module
 // with the same surface (mysqlPool(url) / applySchema / ddl / tables / createMysqlBackend), which is
@@ -23,6 +26,9 @@ async function loadImpl() {
 
 export const impl = await loadImpl();
 export const { mysqlPool, applySchema, ddl, tables, createMysqlBackend } = impl;
+
+/** The backend factories every group runs over. */
+export const EXECUTORS = ['native', 'wrapped'];
 
 export const T = Date.parse('2030-01-01T00:00:00Z');
 export const at = (n = 0) => new Date(T + n);
@@ -67,11 +73,13 @@ export function wrapSql(inner, { onStatement, log } = {}) {
 }
 
 /**
- * Register the per-file and per-test hooks. Returns a context whose fields are (re)filled by the
- * hooks: db, sql, t (table names), backend, store, queue, timer, wakeup.
+ * Register the per-suite and per-test hooks. Returns a context whose fields are (re)filled by the
+ * hooks: db, sql, t (table names), backend, store, queue, timer, wakeup; `executor` says which
+ * factory the backends use.
  */
-export function setup(label, { backendOpts } = {}) {
+export function setup(label, { backendOpts, executor = 'native' } = {}) {
   const ctx = {
+    executor,
     db: undefined,
     sql: undefined,
     t: tables(''),
@@ -81,8 +89,8 @@ export function setup(label, { backendOpts } = {}) {
     timer: undefined,
     wakeup: undefined,
 
-    /** A further backend over the file's pool (or over `sql`). */
-    makeBackend(opts, sql = ctx.sql) {
+    /** A further backend over the suite's pool through its executor (or over `sql` as given). */
+    makeBackend(opts, sql = ctx.executor === 'wrapped' ? wrapSql(ctx.sql) : ctx.sql) {
       return createMysqlBackend(sql, opts);
     },
     /** Raw rows through the native pool. */
@@ -114,7 +122,7 @@ export function setup(label, { backendOpts } = {}) {
 
   beforeEach(async () => {
     for (const name of Object.values(ctx.t)) await ctx.sql.query(`TRUNCATE TABLE ${name}`);
-    ctx.backend = createMysqlBackend(ctx.sql, backendOpts);
+    ctx.backend = ctx.makeBackend(backendOpts);
     ctx.store = ctx.backend.store;
     ctx.queue = ctx.backend.queue;
     ctx.timer = ctx.backend.timer;

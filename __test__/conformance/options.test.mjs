@@ -1,11 +1,12 @@
 // CONTRACT.md §1: the `id` option, prefixes and table names, ddl/applySchema, the on-disk format,
 // and the Sql semantics the ports rely on (found rows, READ COMMITTED, flat tx, rollback).
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import mysql from 'mysql2/promise';
-import { setup, at, T, mysqlPool, applySchema, ddl, tables, createMysqlBackend } from './fixture.mjs';
+import { EXECUTORS, setup, at, T, mysqlPool, applySchema, ddl, tables, createMysqlBackend } from './fixture.mjs';
 
-const ctx = setup('conf_options');
+/** The group's tests, over the backend `ctx` holds (one executor). */
+function suite(ctx) {
 
 const BAD_PREFIXES = ['bad-prefix', 'a b', 'x.y', 'q`', 'é', 'semi;', 'new\nline'];
 
@@ -267,3 +268,6 @@ test('§1.1 mysqlPool accepts a mysql2/promise pool', async () => {
     try { await pool.end(); } catch { /* already closed */ }
   }
 });
+}
+
+for (const executor of EXECUTORS) describe(executor, () => suite(setup('conf_options', { executor })));

@@ -1,9 +1,10 @@
 // CONTRACT.md §12.5 (Outbox, 8 checks) plus §7 order/semantics and the §3.10 / §3.11 guards.
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setup, at, T } from './fixture.mjs';
+import { EXECUTORS, setup, at, T } from './fixture.mjs';
 
-const ctx = setup('conf_outbox');
+/** The group's tests, over the backend `ctx` holds (one executor). */
+function suite(ctx) {
 
 const ckpt = (runId, cursorKey, result = null) => ({ runId, cursorKey, status: 'ok', result, attempts: 1 });
 const childSpec = (parent, over = {}) => ({ name: 'child', version: 1, input: { n: 5 }, parentRunId: parent, parentCursorKey: 's0', depth: 1, ...over });
@@ -302,3 +303,6 @@ test('§3.9 the step memo and its outbox commit together; the loser of a replay 
   assert.deepEqual(l, w);
   assert.equal(await timerAt(id), T + 7);
 });
+}
+
+for (const executor of EXECUTORS) describe(executor, () => suite(setup('conf_outbox', { executor })));

@@ -1,9 +1,10 @@
 // CONTRACT.md §12.2 (Queue, 15 checks) plus §4 details: depth(), lease versions, token format.
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setup, at, T, LEASE, UUID_V4 } from './fixture.mjs';
+import { EXECUTORS, setup, at, T, LEASE, UUID_V4 } from './fixture.mjs';
 
-const ctx = setup('conf_queue');
+/** The group's tests, over the backend `ctx` holds (one executor). */
+function suite(ctx) {
 
 const claim = (n, limit = 10, leaseMs = LEASE) => ctx.queue.claim({ limit, leaseMs, now: at(n) });
 const jobRow = async (runId) =>
@@ -303,3 +304,6 @@ test('§4.5 depth quirk: an immediately-due job (run_at 0) ages from the epoch',
   assert.deepEqual(d, { claimable: 1, leased: 0, oldestClaimableAgeMs: T });
   assert.equal(typeof d.oldestClaimableAgeMs, 'number');
 });
+}
+
+for (const executor of EXECUTORS) describe(executor, () => suite(setup('conf_queue', { executor })));

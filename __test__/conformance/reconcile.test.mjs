@@ -1,9 +1,10 @@
 // CONTRACT.md §12.7 (Reconcile, 8 checks) plus the full §8 orphan predicate.
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setup, at } from './fixture.mjs';
+import { EXECUTORS, setup, at } from './fixture.mjs';
 
-const ctx = setup('conf_reconcile');
+/** The group's tests, over the backend `ctx` holds (one executor). */
+function suite(ctx) {
 
 const orphans = (limit = 100) => ctx.store.orphanedRuns(limit);
 const fail = (id) => ctx.store.markTerminal(id, { status: 'failed', error: { code: 'E', message: 'm' } });
@@ -195,3 +196,6 @@ test('§8 result: at most limit ids, the oldest first; limit 0 => []', async () 
   assert.deepEqual(await orphans(0), []);
   assert.deepEqual(await orphans(10), ids);
 });
+}
+
+for (const executor of EXECUTORS) describe(executor, () => suite(setup('conf_reconcile', { executor })));

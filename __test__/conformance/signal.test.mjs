@@ -1,9 +1,10 @@
 // CONTRACT.md §12.6 (Signals, 4 checks) plus the §3.7 details and quirks.
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setup, at, UUID_V4 } from './fixture.mjs';
+import { EXECUTORS, setup, at, UUID_V4 } from './fixture.mjs';
 
-const ctx = setup('conf_signal');
+/** The group's tests, over the backend `ctx` holds (one executor). */
+function suite(ctx) {
 
 const inbox = async (runId) => (await ctx.store.loadRun(runId)).signals;
 
@@ -145,3 +146,6 @@ test('§1.7 signal payload null vs undefined; DeliveredSignal has exactly 3 keys
   const raw = await ctx.rows(`SELECT name, payload FROM ${ctx.t.signal} ORDER BY seq`);
   assert.deepEqual(raw.map((r) => r.payload), ['null', null, '{"d":"1970-01-01T00:00:00.000Z","nan":null}']);
 });
+}
+
+for (const executor of EXECUTORS) describe(executor, () => suite(setup('conf_signal', { executor })));

@@ -1,9 +1,10 @@
 // CONTRACT.md §12.1 (Store, 30 checks) plus the §3 / §9 details of the store port.
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setup, at, T, UUID_V4, RUN_ROW_KEYS, STEP_KEYS, RUN_STATUSES } from './fixture.mjs';
+import { EXECUTORS, setup, at, T, UUID_V4, RUN_ROW_KEYS, STEP_KEYS, RUN_STATUSES } from './fixture.mjs';
 
-const ctx = setup('conf_store');
+/** The group's tests, over the backend `ctx` holds (one executor). */
+function suite(ctx) {
 
 const spec = (over = {}) => ({ name: 'flow', version: 1, input: { a: 1 }, ...over });
 const ckpt = (runId, cursorKey, result, over = {}) => ({ runId, cursorKey, status: 'ok', result, attempts: 1, ...over });
@@ -773,3 +774,6 @@ test('§3.17 retryRun keeps attempts (quirk) and only applies to failed runs', a
   }
   assert.deepEqual(await ctx.store.retryRun('ghost'), { retried: false });
 });
+}
+
+for (const executor of EXECUTORS) describe(executor, () => suite(setup('conf_store', { executor })));

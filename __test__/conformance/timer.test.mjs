@@ -1,9 +1,10 @@
 // CONTRACT.md §12.3 (Timer, 6 checks) plus §5 details.
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setup, at, T } from './fixture.mjs';
+import { EXECUTORS, setup, at, T } from './fixture.mjs';
 
-const ctx = setup('conf_timer');
+/** The group's tests, over the backend `ctx` holds (one executor). */
+function suite(ctx) {
 
 const due = (n, limit = 10) => ctx.timer.dueBatch({ now: at(n), limit });
 
@@ -92,3 +93,6 @@ test('§5 schedule needs no run row; concurrent dueBatch never returns a deadlin
     assert.deepEqual(times, [...times].sort((x, y) => x - y), 'each batch ascending by fire_at');
   }
 });
+}
+
+for (const executor of EXECUTORS) describe(executor, () => suite(setup('conf_timer', { executor })));

@@ -1,9 +1,10 @@
 // CONTRACT.md §12.4 (Wakeup, 6 checks, real timers) plus §6 / §1.2 details.
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setup, sleep } from './fixture.mjs';
+import { EXECUTORS, setup, sleep } from './fixture.mjs';
 
-const ctx = setup('conf_wakeup');
+/** The group's tests, over the backend `ctx` holds (one executor). */
+function suite(ctx) {
 
 const settled = (p) => {
   const state = { done: false, value: 'unset' };
@@ -103,3 +104,6 @@ test('§6 many waiters on many runs: each signal wakes exactly its own run', asy
   await sleep(10);
   for (const { s } of waits) assert.equal(s.done, true);
 });
+}
+
+for (const executor of EXECUTORS) describe(executor, () => suite(setup('conf_wakeup', { executor })));

@@ -221,7 +221,6 @@ const options: PoolOptions = {
   database: 'app',
   connectionLimit: 10,
   acquireTimeoutMs: 5_000,
-  statementCacheSize: 64,
   ssl,
 };
 const byOptions = mysqlPool(options);
