@@ -16,21 +16,51 @@ const typeError = (message) => argument(TypeError, 'ERR_INVALID_ARG', message);
 /** A RangeError for an argument outside what its column or the server can hold. */
 const rangeError = (message) => argument(RangeError, 'ERR_OUT_OF_RANGE', message);
 
-function str(v, name) {
+/**
+ * `null` or `undefined`: what the JavaScript package's `?? default` treats as absent. The one
+ * place that decides it for every optional field.
+ */
+const absent = (v) => v === undefined || v === null;
+
+/**
+ * The length of `v` as a utf8mb4 VARCHAR counts it: in code points (a UTF-16 length counts an
+ * astral character twice; a lone surrogate is one code point, stored as U+FFFD).
+ */
+function chars(v) {
+  let n = v.length;
+  if (n === 0) return 0;
+  for (let i = 0; i < v.length; i++) {
+    const u = v.charCodeAt(i);
+    if (u >= 0xd800 && u <= 0xdbff && i + 1 < v.length) {
+      const next = v.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        n--;
+        i++;
+      }
+    }
+  }
+  return n;
+}
+
+/**
+ * A string for a VARCHAR(`max`) column (ids, names and keys are VARCHAR(191)). Lone UTF-16
+ * surrogates are accepted, as the JavaScript package accepts them: text columns store them as
+ * U+FFFD (the UTF-8 conversion replaces them), JSON values keep them exactly (JSON.stringify
+ * escapes them).
+ */
+function str(v, name, max = MAX_KEY) {
   if (typeof v !== 'string') throw typeError(`${name} must be a string, got ${typeName(v)}`);
-  // VARCHAR(191) counts characters (code points); UTF-16 length over-counts astral ones.
-  if (v.length > MAX_KEY && [...v].length > MAX_KEY) throw rangeError(`${name} is longer than ${MAX_KEY} characters`);
-  if (!v.isWellFormed()) throw typeError(`${name} contains a lone UTF-16 surrogate`);
+  if (v.length > max && chars(v) > max) throw rangeError(`${name} is longer than ${max} characters`);
   return v;
 }
 
 function optStr(v, name) {
-  return v === undefined ? undefined : str(v, name);
+  return absent(v) ? undefined : str(v, name);
 }
 
+/** A string of any length (LONGTEXT, or text only compared against stored values). */
 function longStr(v, name) {
   if (typeof v !== 'string') throw typeError(`${name} must be a string, got ${typeName(v)}`);
-  if (!v.isWellFormed()) throw typeError(`${name} contains a lone UTF-16 surrogate`);
   return v;
 }
 
@@ -62,7 +92,7 @@ function expiry(at, leaseMs, name) {
 }
 
 function optMs(v, name, fallback) {
-  return v === undefined ? fallback : ms(v, name);
+  return absent(v) ? fallback : ms(v, name);
 }
 
 /** JSON text of a value with JSON.stringify fidelity; `undefined` ⇒ SQL NULL. */
@@ -102,4 +132,4 @@ function typeName(v) {
   return typeof v;
 }
 
-module.exports = { typeError, rangeError, str, optStr, longStr, int, ms, optMs, expiry, json, obj, arr, oneOf };
+module.exports = { typeError, rangeError, absent, chars, str, optStr, longStr, int, ms, optMs, expiry, json, obj, arr, oneOf };

@@ -6,12 +6,12 @@ const c = require('./check');
 
 const RUN_STATUSES = ['pending', 'running', 'sleeping', 'awaiting_signal', 'awaiting_child', 'retrying', 'done', 'failed', 'canceled'];
 
-/** `null` counts as absent for optional fields, as in the JavaScript package (`?? default`). */
-const absent = (v) => v === undefined || v === null;
+const { absent } = c;
 
 function specOf(spec, name, { emptyKeyIsAbsent = true } = {}) {
   c.obj(spec, name);
-  const tags = absent(spec.tags) ? undefined : c.arr(spec.tags, `${name}.tags`);
+  // `tags: null` is stored as JSON null and read back as null, as the JavaScript package does.
+  const tags = spec.tags === undefined || spec.tags === null ? spec.tags : c.arr(spec.tags, `${name}.tags`);
   if (tags) tags.forEach((t, i) => c.longStr(t, `${name}.tags[${i}]`));
   const key = spec.idempotencyKey;
   return {
@@ -45,7 +45,7 @@ function outboxOf(fx, name) {
   if (absent(fx)) return undefined;
   c.obj(fx, name);
   const out = {};
-  if (fx.spawn !== undefined) {
+  if (!absent(fx.spawn)) {
     out.spawn = c.arr(fx.spawn, `${name}.spawn`).map((s, i) => {
       const n = `${name}.spawn[${i}]`;
       c.obj(s, n);
@@ -54,22 +54,22 @@ function outboxOf(fx, name) {
       return { runId: c.str(s.runId, `${n}.runId`), spec, runAt: e.runAt, priority: e.priority };
     });
   }
-  if (fx.enqueue !== undefined) {
+  if (!absent(fx.enqueue)) {
     out.enqueue = c.arr(fx.enqueue, `${name}.enqueue`).map((e, i) => {
       const n = `${name}.enqueue[${i}]`;
       c.obj(e, n);
       return { runId: c.str(e.runId, `${n}.runId`), ...enqueueOpts(e.opts, `${n}.opts`) };
     });
   }
-  if (fx.timers !== undefined) {
+  if (!absent(fx.timers)) {
     out.timers = c.arr(fx.timers, `${name}.timers`).map((t, i) => {
       const n = `${name}.timers[${i}]`;
       c.obj(t, n);
       return { runId: c.str(t.runId, `${n}.runId`), fireAt: c.ms(t.fireAt, `${n}.fireAt`) };
     });
   }
-  if (fx.cancelTimers !== undefined) out.cancelTimers = idList(fx.cancelTimers, `${name}.cancelTimers`);
-  if (fx.consumeSignals !== undefined) out.consumeSignals = idList(fx.consumeSignals, `${name}.consumeSignals`);
+  if (!absent(fx.cancelTimers)) out.cancelTimers = idList(fx.cancelTimers, `${name}.cancelTimers`);
+  if (!absent(fx.consumeSignals)) out.consumeSignals = idList(fx.consumeSignals, `${name}.consumeSignals`);
   if (!absent(fx.joinTarget)) {
     c.obj(fx.joinTarget, `${name}.joinTarget`);
     out.joinTarget = {

@@ -6,6 +6,16 @@ const { absent, enqueueOpts } = require('./encode');
 const MAX_CLAIM = 10000;
 const INT64 = Number.MAX_SAFE_INTEGER;
 
+/**
+ * The version an ack compares with the job's. A number that no stored version can equal (beyond
+ * 2^53, fractional, negative: a job written by someone else) becomes -1, so the ack releases
+ * the job instead of deleting it — what the JavaScript package ends up doing — and never throws.
+ */
+function leaseVersion(v) {
+  if (typeof v !== 'number') throw c.typeError(`lease.version must be a number, got ${typeof v}`);
+  return Number.isSafeInteger(v) && v >= 0 ? v : -1;
+}
+
 /** The queue over `call` (lib/call.js); `tokenIds` (or undefined) makes lease-token halves. */
 function createQueue(call, tokenIds) {
   return {
@@ -48,7 +58,7 @@ function createQueue(call, tokenIds) {
         return [
           c.str(lease.runId, 'lease.runId'),
           c.longStr(lease.token, 'lease.token'),
-          c.int(lease.version, 'lease.version', 0, INT64),
+          leaseVersion(lease.version),
           c.optMs(now, 'opts.now', Date.now()),
         ];
       });

@@ -1,7 +1,9 @@
 'use strict';
 // Store port: runs, step memos, signals, crons (docs/contract.md, "Store").
 const c = require('./check');
-const { RUN_STATUSES, absent, idList, outboxOf, specOf, statusList } = require('./encode');
+const { RUN_STATUSES, idList, outboxOf, specOf, statusList } = require('./encode');
+
+const { absent } = c;
 const { mapCron, mapRun, mapSignal, mapStep } = require('./shapes');
 
 const SUSPEND_STATUSES = ['sleeping', 'awaiting_signal', 'awaiting_child', 'retrying'];
@@ -127,7 +129,7 @@ function createStore(call, newId) {
         c.obj(filter, 'filter');
         c.obj(page, 'page');
         let cursor;
-        if (page.cursor !== undefined && page.cursor !== '') {
+        if (!absent(page.cursor) && page.cursor !== '') {
           cursor = Number(page.cursor);
           if (typeof page.cursor !== 'string' || !Number.isSafeInteger(cursor)) {
             throw c.typeError('page.cursor must be a cursor string returned by listRuns');
@@ -165,17 +167,14 @@ function createStore(call, newId) {
       return none(
         call('upsertCron', () => {
           c.obj(spec, 'spec');
-          if (typeof spec.schedule !== 'string' || spec.schedule.length > 255) {
-            throw c.typeError('spec.schedule must be a string of at most 255 characters');
-          }
           return [
             {
               name: c.str(spec.name, 'spec.name'),
-              schedule: spec.schedule,
+              schedule: c.str(spec.schedule, 'spec.schedule', 255),
               flowName: c.str(spec.flowName, 'spec.flowName'),
               flowVersion: c.int(spec.flowVersion, 'spec.flowVersion'),
               input: c.json(spec.input, 'spec.input'),
-              overlap: spec.overlap === undefined ? 'allow' : c.oneOf(spec.overlap, ['allow', 'skip'], 'spec.overlap'),
+              overlap: absent(spec.overlap) ? 'allow' : c.oneOf(spec.overlap, ['allow', 'skip'], 'spec.overlap'),
               nextRunAt: c.ms(spec.nextRunAt, 'spec.nextRunAt'),
             },
           ];

@@ -15,8 +15,9 @@ function createWakeup() {
           if (set.size === 0 && waiters.get(runId) === set) waiters.delete(runId);
           resolve(undefined);
         };
-        const ms = Number.isFinite(timeoutMs) && timeoutMs > 0 ? Math.min(timeoutMs, 2 ** 31 - 1) : 0;
-        const timer = setTimeout(done, ms);
+        // Node's own coercion, as the JavaScript package gets it: '60' waits 60 ms; NaN, a
+        // negative or an over-large value (≥ 2^31, with Node's TimeoutOverflowWarning) 1 ms.
+        const timer = setTimeout(done, timeoutMs);
         set.add(done);
       });
     },

@@ -72,6 +72,8 @@ pub trait Exec: Send {
 /// Shared pool state: the driver pool plus settings and counters.
 pub struct PoolHandle {
     pub pool: Pool,
+    /// The pool's connection options (for the session killer's own connection).
+    pub opts: mysql_async::Opts,
     pub acquire_timeout: Duration,
     /// Bound on every round trip of an established connection (`queryTimeoutMs`; None = none).
     pub query_timeout: Option<Duration>,
@@ -85,6 +87,18 @@ pub struct PoolHandle {
 
 /// How many times a unit of work is run at most before a transient error surfaces.
 pub const MAX_TX_ATTEMPTS: u32 = 8;
+
+/// How many leading characters of a statement identify it in the server's process list.
+const MARK_CHARS: usize = 48;
+
+/// The leading characters of each statement, as `information_schema.PROCESSLIST.INFO` shows the
+/// one a session is running; taken before a round trip owns the texts.
+pub fn marks<'a>(statements: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    statements
+        .into_iter()
+        .map(|s| s.chars().take(MARK_CHARS).collect())
+        .collect()
+}
 
 /// How long closing a discarded connection may take (its socket may be black-holed).
 const DISCARD_BOUND: Duration = Duration::from_millis(200);
@@ -114,12 +128,14 @@ impl PoolHandle {
         }
     }
 
-    /// Awaits one round trip on connection `conn_id`, bounded by `queryTimeoutMs`. On expiry the
-    /// server is asked (best effort, from another connection) to kill that connection, so that
-    /// it stops working and releases its locks; the caller must discard the connection.
+    /// Awaits one round trip on connection `conn_id` carrying the statements `marks` identify
+    /// (see `marks`), bounded by
+    /// `queryTimeoutMs`. On expiry the server is asked (best effort) to kill that session, so
+    /// that it stops working and releases its locks; the caller must discard the connection.
     pub async fn bounded<T>(
         self: &Arc<Self>,
         conn_id: u32,
+        marks: Vec<String>,
         round_trip: impl Future<Output = Result<T>>,
     ) -> Result<T> {
         let Some(limit) = self.query_timeout else {
@@ -128,7 +144,7 @@ impl PoolHandle {
         match tokio::time::timeout(limit, round_trip).await {
             Ok(r) => r,
             Err(_) => {
-                self.kill_later(conn_id);
+                self.kill_later(conn_id, marks);
                 Err(Error::Timeout(format!(
                     "no answer from the server within {} ms (queryTimeoutMs); the connection was closed",
                     limit.as_millis()
@@ -137,16 +153,40 @@ impl PoolHandle {
         }
     }
 
-    /// `KILL CONNECTION conn_id` from a pooled connection, in the background and bounded.
-    fn kill_later(self: &Arc<Self>, conn_id: u32) {
+    /// Kills session `conn_id` in the background, bounded, from a connection of its own (a
+    /// pooled one would wait behind the same silent network and hold a pool slot). Only a
+    /// session that is ours beyond doubt is killed — same user, running one of `marks` — since
+    /// behind a load balancer a new connection may reach another server, where the same id
+    /// belongs to someone else.
+    fn kill_later(self: &Arc<Self>, conn_id: u32, marks: Vec<String>) {
         let handle = self.clone();
         tokio::spawn(async move {
             let bound = handle
                 .acquire_timeout
                 .min(handle.query_timeout.unwrap_or(handle.acquire_timeout));
             let kill = async {
-                let mut conn = handle.pool.get_conn().await?;
-                conn.query_drop(format!("KILL CONNECTION {conn_id}")).await
+                let mut conn = Conn::new(handle.opts.clone()).await.map_err(Error::from)?;
+                let mut params = vec![Value::UInt(u64::from(conn_id))];
+                params.extend(marks.iter().map(|m| Value::from(m.as_str())));
+                let mut check = String::new();
+                literal::render(
+                    &format!(
+                        "SELECT ID FROM information_schema.PROCESSLIST WHERE ID = ? \
+                         AND USER = SUBSTRING_INDEX(USER(), '@', 1) AND LEFT(INFO, {MARK_CHARS}) IN {}",
+                        literal::holes(marks.len())
+                    ),
+                    &params,
+                    &mut check,
+                    literal::Escaping::Unknown,
+                )
+                .map_err(Error::Invalid)?;
+                let ours: Option<u64> = conn.query_first(check).await.map_err(Error::from)?;
+                if ours.is_some() {
+                    conn.query_drop(format!("KILL CONNECTION {conn_id}"))
+                        .await
+                        .map_err(Error::from)?;
+                }
+                conn.disconnect().await.map_err(Error::from)
             };
             // Failure is fine: the server ends the session itself once it sees the socket close.
             let _ = tokio::time::timeout(bound, kill).await;
@@ -278,8 +318,10 @@ impl NativeExec<'_> {
         let mut sets = Vec::with_capacity(n + 1);
         for (text, count) in packets {
             self.handle.round_trips.fetch_add(1, Ordering::Relaxed);
+            // A `;` inside a literal only makes one mark useless; the first is always right.
+            let marks = marks(text.split(';').take(count));
             let round_trip = send(self.conn, text, count);
-            sets.extend(self.handle.bounded(id, round_trip).await?);
+            sets.extend(self.handle.bounded(id, marks, round_trip).await?);
         }
         if begin && !sets.is_empty() {
             sets.remove(0);
@@ -338,7 +380,7 @@ pub async fn finish(handle: &Arc<PoolHandle>, conn: &mut Conn, statement: &str) 
     handle.round_trips.fetch_add(1, Ordering::Relaxed);
     let id = conn.id();
     let sent = async { conn.query_drop(statement).await.map_err(Error::from) };
-    handle.bounded(id, sent).await
+    handle.bounded(id, marks([statement]), sent).await
 }
 
 /// Runs `body` on one connection without a transaction (autocommit statements). Every body

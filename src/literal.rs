@@ -163,6 +163,11 @@ fn push_bytes(out: &mut String, bytes: &[u8], mode: Escaping) {
     }
 }
 
+/// Appends `bytes` as a binary string literal (`X'…'`).
+pub fn push_binary(out: &mut String, bytes: &[u8]) {
+    push_hex(out, bytes, false);
+}
+
 fn push_hex(out: &mut String, bytes: &[u8], utf8: bool) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     out.push_str(if utf8 { "_utf8mb4 X'" } else { "X'" });

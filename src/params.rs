@@ -9,10 +9,12 @@ use mysql_async::Value;
 use napi::bindgen_prelude::*;
 use napi::{sys, JsValue, ValueType};
 
-/// One converted parameter: a scalar, a list (`(?,?)` expansion) or a list of lists
+/// One converted parameter: a scalar, binary data (a `Buffer`, sent as a binary literal so that
+/// it comes back as binary, as with mysql2), a list (`(?,?)` expansion) or a list of lists
 /// (`(a,b),(c,d)` for bulk `VALUES ?`).
 pub enum Param {
     One(Value),
+    Binary(Vec<u8>),
     List(Vec<Param>),
 }
 
@@ -74,7 +76,7 @@ pub fn convert(v: &Unknown, name: &str, depth: u32) -> Result<Param> {
             } else if check(env, raw, sys::napi_is_buffer) {
                 let buf: BufferSlice =
                     unsafe { v.cast() }.map_err(|e| Error::Invalid(e.reason.clone()))?;
-                Value::Bytes(buf.to_vec())
+                return Ok(Param::Binary(buf.to_vec()));
             } else if check(env, raw, sys::napi_is_array) {
                 if depth >= 2 {
                     return Err(bad("an array nested more than two levels"));
@@ -141,6 +143,10 @@ impl Bind for Param {
     fn push(&self, out: &mut String, mode: Escaping) -> std::result::Result<(), String> {
         match self {
             Param::One(v) => v.push(out, mode),
+            Param::Binary(bytes) => {
+                literal::push_binary(out, bytes);
+                Ok(())
+            }
             Param::List(items) if items.is_empty() => {
                 out.push_str("NULL");
                 Ok(())

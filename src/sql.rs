@@ -19,11 +19,47 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
-/// `{ affectedRows, insertId }` of a write, with found-rows semantics (as mysql2).
-#[napi(object)]
+/// `{ affectedRows, insertId }` of a write, with found-rows semantics (as mysql2); both keys
+/// present but `undefined` for a statement that returned rows (mysql2 answers rows there, which
+/// have neither).
 pub struct WriteResult {
-    pub affected_rows: f64,
-    pub insert_id: f64,
+    pub affected_rows: Option<f64>,
+    pub insert_id: Option<f64>,
+}
+
+impl TypeName for WriteResult {
+    fn type_name() -> &'static str {
+        "WriteResult"
+    }
+    fn value_type() -> ValueType {
+        ValueType::Object
+    }
+}
+
+impl ToNapiValue for WriteResult {
+    unsafe fn to_napi_value(
+        env: napi::sys::napi_env,
+        val: Self,
+    ) -> napi::Result<napi::sys::napi_value> {
+        let mut obj = std::ptr::null_mut();
+        check_status!(napi::sys::napi_create_object(env, &mut obj))?;
+        for (key, v) in [
+            (c"affectedRows", val.affected_rows),
+            (c"insertId", val.insert_id),
+        ] {
+            let value = match v {
+                Some(n) => f64::to_napi_value(env, n)?,
+                None => Undefined::to_napi_value(env, ())?,
+            };
+            check_status!(napi::sys::napi_set_named_property(
+                env,
+                obj,
+                key.as_ptr(),
+                value
+            ))?;
+        }
+        Ok(obj)
+    }
 }
 
 /// Counters for benchmarks and diagnostics.
@@ -52,23 +88,43 @@ fn convert_params(params: Option<Vec<Unknown>>) -> Result<Vec<Param>> {
         .collect()
 }
 
-/// Runs one user statement text and returns the first result set.
-async fn run_text(conn: &mut Conn, sql: &str, params: &[Param]) -> Result<Outcome> {
+/// `sql` with its parameters rendered for `conn`'s escaping mode.
+fn render(conn: &Conn, sql: &str, params: &[Param]) -> Result<String> {
     let mut text = String::with_capacity(sql.len() + 16 * params.len());
     literal::render(sql, params, &mut text, literal::escaping_of(conn)).map_err(Error::Invalid)?;
+    Ok(text)
+}
+
+/// One bounded round trip of a user statement on `conn`.
+async fn run_bounded(
+    handle: &Arc<PoolHandle>,
+    conn: &mut Conn,
+    sql: &str,
+    params: &[Param],
+) -> Result<Outcome> {
+    let text = render(conn, sql, params)?;
+    let marks = exec::marks([text.as_str()]);
+    let id = conn.id();
+    handle.bounded(id, marks, run_text(conn, text)).await
+}
+
+/// Runs one rendered user statement text and returns the first result set.
+async fn run_text(conn: &mut Conn, text: String) -> Result<Outcome> {
     let mut result = conn.query_iter(text).await?;
     let columns = result.columns();
+    let wrote = columns.as_ref().is_none_or(|c| c.is_empty());
     let affected = result.affected_rows();
     let insert_id = result.last_insert_id().unwrap_or(0);
     let rows: Vec<Row> = result.collect().await?;
     // Later result sets of a multi-statement text are read and discarded; an error in any of
     // them rejects the call (as with mysql2) instead of surfacing on the next statement.
     result.drop_result().await?;
-    Ok((UserRows::new(columns, rows), affected, insert_id))
+    let write = wrote.then(|| WriteResult::new(affected, insert_id));
+    Ok((UserRows::new(columns, rows), write))
 }
 
-/// What one user statement produced: rows, affected rows, insert id.
-type Outcome = (UserRows, u64, u64);
+/// What one user statement produced: its rows, and its write counts when it returned no rows.
+type Outcome = (UserRows, Option<WriteResult>);
 
 /// Converts and checks parameters on the JS thread (JS values cannot cross to tokio), then runs
 /// the statement with `run` (a pooled connection, or a transaction's) and shapes the outcome.
@@ -94,9 +150,17 @@ where
 impl WriteResult {
     fn new(affected: u64, insert_id: u64) -> Self {
         WriteResult {
-            affected_rows: affected as f64,
-            insert_id: insert_id as f64,
+            affected_rows: Some(affected as f64),
+            insert_id: Some(insert_id as f64),
         }
+    }
+
+    /// What `exec` answers for `outcome`.
+    fn of(outcome: Outcome) -> Self {
+        outcome.1.unwrap_or(WriteResult {
+            affected_rows: None,
+            insert_id: None,
+        })
     }
 }
 
@@ -113,10 +177,7 @@ impl NativeSql {
         move |text, params| {
             Box::pin(async move {
                 let mut conn = handle.acquire().await?;
-                let id = conn.id();
-                let result = handle
-                    .bounded(id, run_text(&mut conn, &text, &params))
-                    .await;
+                let result = run_bounded(&handle, &mut conn, &text, &params).await;
                 exec::release(conn, &result).await;
                 result.map_err(|e| handle.redact(e))
             })
@@ -150,10 +211,11 @@ impl NativeSql {
                 "none"
             },
         );
-        let pool = Pool::new(settings.opts);
+        let pool = Pool::new(settings.opts.clone());
         Ok(NativeSql {
             handle: Arc::new(PoolHandle {
                 pool,
+                opts: settings.opts,
                 acquire_timeout: settings.acquire_timeout,
                 query_timeout: settings.query_timeout,
                 password: settings.password,
@@ -175,7 +237,7 @@ impl NativeSql {
         params: Option<Vec<Unknown>>,
     ) -> napi::Result<PromiseRaw<'env, UserRows>> {
         self.ensure_open(env)?;
-        spawn_statement(env, text, params, self.runner(), |(rows, _, _)| rows)
+        spawn_statement(env, text, params, self.runner(), |(rows, _)| rows)
     }
 
     /// Runs a statement and resolves to `{ affectedRows, insertId }`.
@@ -187,13 +249,7 @@ impl NativeSql {
         params: Option<Vec<Unknown>>,
     ) -> napi::Result<PromiseRaw<'env, WriteResult>> {
         self.ensure_open(env)?;
-        spawn_statement(
-            env,
-            text,
-            params,
-            self.runner(),
-            |(_, affected, insert_id)| WriteResult::new(affected, insert_id),
-        )
+        spawn_statement(env, text, params, self.runner(), WriteResult::of)
     }
 
     /// Checks out one connection and starts a transaction on it (READ COMMITTED).
@@ -321,8 +377,7 @@ impl TxInner {
             return Err(ended_early(e));
         }
         let c = st.conn.as_mut().ok_or_else(finished)?;
-        let id = c.id();
-        let result = self.handle.bounded(id, run_text(c, &sql, &params)).await;
+        let result = run_bounded(&self.handle, c, &sql, &params).await;
         if let Err(e) = &result {
             if e.ends_transaction() {
                 st.ended_by = Some(e.clone());
@@ -415,7 +470,7 @@ impl NativeTx {
         text: String,
         params: Option<Vec<Unknown>>,
     ) -> napi::Result<PromiseRaw<'env, UserRows>> {
-        spawn_statement(env, text, params, self.runner(), |(rows, _, _)| rows)
+        spawn_statement(env, text, params, self.runner(), |(rows, _)| rows)
     }
 
     /// `exec` inside the transaction.
@@ -426,13 +481,7 @@ impl NativeTx {
         text: String,
         params: Option<Vec<Unknown>>,
     ) -> napi::Result<PromiseRaw<'env, WriteResult>> {
-        spawn_statement(
-            env,
-            text,
-            params,
-            self.runner(),
-            |(_, affected, insert_id)| WriteResult::new(affected, insert_id),
-        )
+        spawn_statement(env, text, params, self.runner(), WriteResult::of)
     }
 
     /// Commits (after every issued statement has finished) and returns the connection to the

