@@ -1,5 +1,5 @@
 // The engine-shaped driver loop: what core's `tickOnce` does to a backend for flows made only of
-// steps (CONTRACT §11.1), without the engine itself.
+// steps (docs/contract.md §11.1), without the engine itself.
 //
 //   [timer.dueBatch → enqueue each]   (optional, off by default)
 //   queue.claim({ limit: batch })

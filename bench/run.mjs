@@ -14,6 +14,8 @@
 //        BENCH_NATIVE_URL_SUFFIX (appended to the native pool URL, e.g. "?connectionLimit=10"),
 //        BENCH_NATIVE_MODULE (load the native package from this path instead of ../index.js),
 //        MYSQL_URL (use this server instead of starting one), ITERATIVEFLOW_SEED (seed text path).
+// Without the seed text (../shared/seeds/ beside the repository, or ITERATIVEFLOW_SEED),
+// --impl both measures native alone.
 
 import { randomUUID } from 'node:crypto'
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
@@ -25,7 +27,7 @@ import { parseArgs } from 'node:util'
 
 import mysql from 'mysql2/promise'
 
-import { loadSeed } from '../__test__/helpers/seed.mjs'
+import { loadSeed, seedAvailability } from '../__test__/helpers/seed.mjs'
 import { drainRuns } from './engine-driver.mjs'
 import { startCountingProxy } from './wire-counter.mjs'
 
@@ -383,9 +385,25 @@ async function cleanup() {
   cleanups.length = 0
 }
 
+/**
+ * The seed module, or null when it is not measured: `--impl native`, or `--impl both` without the
+ * seed text (a clone without ../shared beside it), which then measures native alone.
+ */
+async function seedFor(impl) {
+  if (!['seed', 'native', 'both'].includes(impl)) throw new Error(`--impl must be seed, native or both`)
+  if (impl === 'native') return null
+  if (impl === 'both') {
+    const status = seedAvailability()
+    if (!status.available) {
+      console.error(`${status.reason}; benchmarking native alone`)
+      return null
+    }
+  }
+  return loadSeed()
+}
+
 async function createImpls(seed) {
-  const wanted = argv.impl === 'both' ? ['seed', 'native'] : [argv.impl]
-  for (const w of wanted) if (!['seed', 'native'].includes(w)) throw new Error(`--impl must be seed, native or both`)
+  const wanted = argv.impl === 'both' ? (seed ? ['seed', 'native'] : ['native']) : [argv.impl]
 
   if (wanted.includes('seed')) {
     const make = (url) => {
@@ -414,7 +432,7 @@ async function createImpls(seed) {
     try {
       native = require(process.env.BENCH_NATIVE_MODULE ? resolvePath(process.env.BENCH_NATIVE_MODULE) : '../index.js')
     } catch (e) {
-      if (argv.impl === 'native') throw e
+      if (argv.impl === 'native' || !seed) throw e
       console.error(`native: cannot load ../index.js (${e.message.split('\n')[0]}); benchmarking the seed only`)
     }
     if (native) {
@@ -546,7 +564,7 @@ async function main() {
   }
   if (scenarios.length === 0) throw new Error(`--only ${argv.only.join(', ')} matches no scenario (see --list)`)
 
-  const seed = await loadSeed()
+  const seed = await seedFor(argv.impl)
   if (!serverUrl) {
     const { startPrivateServer } = await import('../__test__/helpers/mariadb.mjs')
     server = await startPrivateServer()

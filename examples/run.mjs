@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // A small durable-workflow worker on iterativeflow-mysql-native, driving the backend the way the
-// iterativeflow engine does (CONTRACT.md §11): submit runs with idempotency keys, then a worker
-// loop of timer.dueBatch → enqueue, claim, loadRun, markRunning, memoized checkpoint steps, a
-// durable sleep (suspendRun 'sleeping' + a timer in the same transaction) and markTerminal.
+// iterativeflow engine does (docs/contract.md §11): submit runs with idempotency keys, then a
+// worker loop of timer.dueBatch → enqueue, claim, loadRun, markRunning, memoized checkpoint steps,
+// a durable sleep (suspendRun 'sleeping' + a timer in the same transaction) and markTerminal.
 //
 //   npm run example                      # starts a private MariaDB (needs mariadbd), then stops it
 //   MYSQL_URL=mysql://user:pw@host:3306/db npm run example
@@ -66,7 +66,7 @@ function expectedOutput(input) {
   };
 }
 
-// ---- a minimal engine: one tick = CONTRACT §11.1 -----------------------------------------------
+// ---- a minimal engine: one tick = docs/contract.md §11.1 --------------------------------------
 
 function createWorker(backend, counters) {
   const { store, queue, timer, wakeup } = backend;

@@ -1,5 +1,5 @@
-// CONTRACT.md §12.10 (Atomicity and concurrency, 3 checks), the user-supplied (wrapped) Sql path
-// of §1.2 / §14, and concurrent idempotent starts.
+// docs/contract.md §12.10 (Atomicity and concurrency, 3 checks), the user-supplied (wrapped) Sql
+// path of §1.2 / §14, and concurrent idempotent starts.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EXECUTORS, setup, at, T, wrapSql } from './fixture.mjs';

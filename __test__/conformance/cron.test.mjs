@@ -1,4 +1,4 @@
-// CONTRACT.md §12.8 (Cron, 3 checks) plus §3.18–§3.20 details.
+// docs/contract.md §12.8 (Cron, 3 checks) plus §3.18–§3.20 details.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EXECUTORS, setup, at, T, CRON_KEYS } from './fixture.mjs';

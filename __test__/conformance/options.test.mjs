@@ -1,5 +1,5 @@
-// CONTRACT.md §1: the `id` option, prefixes and table names, ddl/applySchema, the on-disk format,
-// and the Sql semantics the ports rely on (found rows, READ COMMITTED, flat tx, rollback).
+// docs/contract.md §1: the `id` option, prefixes and table names, ddl/applySchema, the on-disk
+// format, and the Sql semantics the ports rely on (found rows, READ COMMITTED, flat tx, rollback).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import mysql from 'mysql2/promise';

@@ -1,4 +1,4 @@
-// CONTRACT.md §12.5 (Outbox, 8 checks) plus §7 order/semantics and the §3.10 / §3.11 guards.
+// docs/contract.md §12.5 (Outbox, 8 checks) plus §7 order/semantics and the §3.10 / §3.11 guards.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EXECUTORS, setup, at, T } from './fixture.mjs';

@@ -1,4 +1,4 @@
-// CONTRACT.md §12.2 (Queue, 15 checks) plus §4 details: depth(), lease versions, token format.
+// docs/contract.md §12.2 (Queue, 15 checks) plus §4 details: depth(), lease versions, token format.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EXECUTORS, setup, at, T, LEASE, UUID_V4 } from './fixture.mjs';

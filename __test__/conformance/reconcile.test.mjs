@@ -1,4 +1,4 @@
-// CONTRACT.md §12.7 (Reconcile, 8 checks) plus the full §8 orphan predicate.
+// docs/contract.md §12.7 (Reconcile, 8 checks) plus the full §8 orphan predicate.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EXECUTORS, setup, at } from './fixture.mjs';

@@ -4,7 +4,7 @@
 //   CONFORMANCE_IMPL=__test__/conformance/seed-adapter.mjs node __test__/run.mjs __test__/conformance
 //
 // It gives the seed the surface the suite expects: mysqlPool(url) over a mysql2 pool with close(),
-// and a tables(prefix) helper (names per CONTRACT.md §1.5).
+// and a tables(prefix) helper (names per docs/contract.md §1.5).
 import mysql from 'mysql2/promise';
 import { loadSeed } from '../helpers/seed.mjs';
 

@@ -1,4 +1,4 @@
-// CONTRACT.md §12.6 (Signals, 4 checks) plus the §3.7 details and quirks.
+// docs/contract.md §12.6 (Signals, 4 checks) plus the §3.7 details and quirks.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EXECUTORS, setup, at, UUID_V4 } from './fixture.mjs';

@@ -1,4 +1,4 @@
-// CONTRACT.md §12.1 (Store, 30 checks) plus the §3 / §9 details of the store port.
+// docs/contract.md §12.1 (Store, 30 checks) plus the §3 / §9 details of the store port.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EXECUTORS, setup, at, T, UUID_V4, RUN_ROW_KEYS, STEP_KEYS, RUN_STATUSES } from './fixture.mjs';

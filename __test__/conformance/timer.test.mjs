@@ -1,4 +1,4 @@
-// CONTRACT.md §12.3 (Timer, 6 checks) plus §5 details.
+// docs/contract.md §12.3 (Timer, 6 checks) plus §5 details.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EXECUTORS, setup, at, T } from './fixture.mjs';

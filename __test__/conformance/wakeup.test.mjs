@@ -1,4 +1,4 @@
-// CONTRACT.md §12.4 (Wakeup, 6 checks, real timers) plus §6 / §1.2 details.
+// docs/contract.md §12.4 (Wakeup, 6 checks, real timers) plus §6 / §1.2 details.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EXECUTORS, setup, sleep } from './fixture.mjs';

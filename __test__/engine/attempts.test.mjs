@@ -1,4 +1,4 @@
-// Attempt accounting, retries, unregistered flows and replay drift (CONTRACT §11.1 b/d/f,
+// Attempt accounting, retries, unregistered flows and replay drift (docs/contract.md §11.1 b/d/f,
 // §12.9.1–3). Driven like §12.9: batch 16, lease 600 s, 60 s per round, at most 200 rounds.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,6 +1,6 @@
-// End-to-end runs through the mini engine (CONTRACT §11.1): steps + durable sleep, the §12.11
-// builder flow and the §12.11.2 parent/child invoke, with the database state checked after each
-// tick.
+// End-to-end runs through the mini engine (docs/contract.md §11.1): steps + durable sleep, the
+// §12.11 builder flow and the §12.11.2 parent/child invoke, with the database state checked after
+// each tick.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setup, T } from './fixture.mjs';

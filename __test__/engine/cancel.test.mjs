@@ -1,4 +1,4 @@
-// Cancellation (CONTRACT §11.3) and the parent-failed checks of §11.1 c / §12.9.5–7.
+// Cancellation (docs/contract.md §11.3) and the parent-failed checks of §11.1 c / §12.9.5–7.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setup, T } from './fixture.mjs';

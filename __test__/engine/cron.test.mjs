@@ -1,5 +1,6 @@
-// Cron firing (CONTRACT §11.2 registerCron / runDueCrons). The mini engine's schedule is fixed:
-// every whole minute. Two "workers" = two engines over two backends on two pools, one database.
+// Cron firing (docs/contract.md §11.2 registerCron / runDueCrons). The mini engine's schedule is
+// fixed: every whole minute. Two "workers" = two engines over two backends on two pools, one
+// database.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setup, T } from './fixture.mjs';

@@ -1,5 +1,5 @@
-// Fan-out joins (CONTRACT §11.1 e: chunks of 40, joinTarget on the first chunk, a final memo of
-// the ordered outputs) and §12.9.8–11.
+// Fan-out joins (docs/contract.md §11.1 e: chunks of 40, joinTarget on the first chunk, a final
+// memo of the ordered outputs) and §12.9.8–11.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setup } from './fixture.mjs';

@@ -1,4 +1,4 @@
-// A small durable-workflow engine written from CONTRACT.md §11 ("How core drives a backend").
+// A small durable-workflow engine written from docs/contract.md §11 ("How core drives a backend").
 //
 // It is NOT @iterativeflow/core: it is our own minimal engine with the same call pattern against
 // the Backend ports (store / queue / timer / wakeup), so the backend can be exercised end-to-end

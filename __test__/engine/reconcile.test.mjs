@@ -1,4 +1,5 @@
-// Reconcile (CONTRACT §11.2 reconcile, §8 orphans) healing lost work, driven through the engine.
+// Reconcile (docs/contract.md §11.2 reconcile, §8 orphans) healing lost work, driven through the
+// engine.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setup, dropEnqueues } from './fixture.mjs';

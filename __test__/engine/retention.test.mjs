@@ -1,4 +1,4 @@
-// Retention through the engine's prune (CONTRACT §11.2 prune, §3.16 deleteRunsOlderThan).
+// Retention through the engine's prune (docs/contract.md §11.2 prune, §3.16 deleteRunsOlderThan).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setup, T } from './fixture.mjs';

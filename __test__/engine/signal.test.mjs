@@ -1,4 +1,4 @@
-// Signal wait and delivery through the engine (CONTRACT §11.1 e/f, §11.2 signal, §12.9.4).
+// Signal wait and delivery through the engine (docs/contract.md §11.1 e/f, §11.2 signal, §12.9.4).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setup } from './fixture.mjs';

@@ -1,17 +1,22 @@
 // Loads the published JS package `@iterativeflow/mysql` 2.0.0-alpha.2 ("the seed") as a runnable
 // baseline for interop tests and benchmarks.
 //
+// The seed is optional: it is not part of the repository but read from `../shared/seeds/` beside
+// it (CI has it there) or from `ITERATIVEFLOW_SEED`. Without it, the tests that compare with it
+// skip with the reason given by `skipWithoutSeed()` (not under CI=true: there they run and fail),
+// and every other test runs as usual.
+//
 // The seed is stored as a diff (one hunk per file, every line prefixed with `+`). At run time we cut
 // `package/dist/index.mjs` out of it, write it into the git-ignored cache `.bench-seed/` at the repo
 // root, point its `@iterativeflow/core/backend` import at a small shim, and import it. The seed is
 // upstream code that is RUN, never copied into the project: nothing here contains its text.
 //
 // `@iterativeflow/core` is not published, so the helpers the seed imports are implemented below, by
-// us, from CONTRACT.md §10 (and §2.1 / §6 / §8 for their exact meaning). The generated shim file only
-// re-exports them from this module.
+// us, from docs/contract.md §10 (and §2.1 / §6 / §8 for their exact meaning). The generated shim
+// file only re-exports them from this module.
 
 import { createHash, randomUUID } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
@@ -25,7 +30,7 @@ const CORE_SPECIFIER = '@iterativeflow/core/backend'
 const SHIM_FILE = 'core-backend.mjs'
 
 // ---------------------------------------------------------------------------------------------
-// Core helper shim (CONTRACT §10). Our own implementation.
+// Core helper shim (docs/contract.md §10). Our own implementation.
 // ---------------------------------------------------------------------------------------------
 
 /** Canonical order of the nine run statuses (§2.1). */
@@ -86,7 +91,7 @@ export const assertSqlIdentifier = (name) => {
 }
 
 /**
- * The orphan query of CONTRACT §8: the union of
+ * The orphan query of docs/contract.md §8: the union of
  *  A. reconcilable runs with neither a job nor a timer row,
  *  B. awaiting_child runs without a job whose children are all terminal or include a failed/canceled one,
  *  C. non-terminal runs whose parent exists and is failed/canceled,
@@ -118,8 +123,9 @@ export const orphanedRunsSql = (opts) => {
 }
 
 /**
- * In-process wakeup (CONTRACT §6): edge-triggered, per instance. `wait` resolves on the first of a
- * `signal(runId)` while waiting or the timeout; `signal` resolves every waiter registered right now.
+ * In-process wakeup (docs/contract.md §6): edge-triggered, per instance. `wait` resolves on the
+ * first of a `signal(runId)` while waiting or the timeout; `signal` resolves every waiter
+ * registered right now.
  */
 export const createLocalWakeup = () => {
   const waiters = new Map() // runId -> Set<() => void>
@@ -176,6 +182,47 @@ const SHIM_EXPORTS = [
 /** Path of the seed text: env `ITERATIVEFLOW_SEED` or `../shared/seeds/000_…txt` beside the repo. */
 export function seedPath() {
   return process.env.ITERATIVEFLOW_SEED ? resolve(process.env.ITERATIVEFLOW_SEED) : defaultSeedPath
+}
+
+/**
+ * Whether the seed text can be loaded: `{ available: true, path }`, or `{ available: false, path,
+ * reason }` with a one-line reason. The seed is an optional baseline: a bare clone has no
+ * `../shared/` beside it, CI has.
+ */
+export function seedAvailability() {
+  const path = seedPath()
+  let isFile = false
+  try {
+    isFile = statSync(path).isFile()
+  } catch {}
+  if (isFile) return { available: true, path }
+  return {
+    available: false,
+    path,
+    reason:
+      `seed not available: ${path} is missing (the published @iterativeflow/mysql ` +
+      `2.0.0-alpha.2; ITERATIVEFLOW_SEED may name another path)`,
+  }
+}
+
+/**
+ * Whether a missing seed is an error rather than a reason to skip: under CI (`CI=true`; CI has
+ * `../shared` beside the clone), or when `ITERATIVEFLOW_SEED` names the seed explicitly.
+ */
+const seedRequired = () => {
+  const ci = (process.env.CI ?? '').toLowerCase()
+  return (ci !== '' && ci !== '0' && ci !== 'false') || Boolean(process.env.ITERATIVEFLOW_SEED)
+}
+
+/**
+ * For node:test's `skip` option: the one-line reason when the seed is missing, else `false`.
+ * Never skips when the seed is required (under `CI=true`, or with `ITERATIVEFLOW_SEED` set): the
+ * test then runs and fails loudly with the seed's own error.
+ */
+export function skipWithoutSeed() {
+  if (seedRequired()) return false
+  const status = seedAvailability()
+  return status.available ? false : status.reason
 }
 
 /** Cuts one file out of the seed diff text (the hunk after its `package/...` header line). */

@@ -146,7 +146,8 @@ test('npm pack of the root lists only what users need', () => {
     .filter((f) => f.endsWith('.js'))
     .map((f) => `lib/${f}`);
   const required = ['index.js', 'index.d.ts', 'package.json', 'scripts/install.js', ...libJs];
-  const optional = ['README.md', 'CHANGELOG.md', 'LICENSE', 'LICENSE.md', 'LICENSE.txt'];
+  // docs/contract.md goes along: README links to it.
+  const optional = ['README.md', 'CHANGELOG.md', 'LICENSE', 'LICENSE.md', 'LICENSE.txt', 'docs/contract.md'];
   for (const f of required) assert.ok(files.includes(f), `${f} is missing from the tarball`);
   for (const f of optional) {
     if (fs.existsSync(path.join(root, f))) assert.ok(files.includes(f), `${f} exists but is not packed`);

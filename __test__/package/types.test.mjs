@@ -1,6 +1,6 @@
 // index.d.ts as TypeScript users see it: the consumer programs in ./types/ are type-checked with
 // `tsc --noEmit --strict` (they import the whole surface, use it the way the engine does, assign
-// the backend to a `Backend` interface written from CONTRACT.md §2, and keep a list of wrong
+// the backend to a `Backend` interface written from docs/contract.md §2, and keep a list of wrong
 // usages that must not compile — see types/engine-usage.mts).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -41,7 +41,7 @@ test('the engine-style TypeScript consumers (ESM and CommonJS) compile with --st
   assert.equal(r.status, 0, `tsc reported errors:\n${r.stdout}${r.stderr}`);
 });
 
-test('mysqlPool accepts a mysql2/promise Pool (CONTRACT §1.1) at the type level', { timeout: 120_000 }, () => {
+test('mysqlPool accepts a mysql2/promise Pool (docs/contract.md §1.1) at the type level', { timeout: 120_000 }, () => {
   const r = typecheck(path.join(typesDir, 'tsconfig.mysql2.json'));
   assert.equal(r.status, 0, `tsc reported errors:\n${r.stdout}${r.stderr}`);
 });

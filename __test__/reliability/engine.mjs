@@ -1,4 +1,4 @@
-// A small engine-shaped driver over the ports (CONTRACT §11.1, reduced): claim → loadRun →
+// A small engine-shaped driver over the ports (docs/contract.md §11.1, reduced): claim → loadRun →
 // markRunning → N × checkpointStep → markTerminal → ack. Used in-process by lost-connections.test.mjs
 // and in child processes by fixtures/worker.mjs.
 //

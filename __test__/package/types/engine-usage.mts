@@ -2,7 +2,7 @@
 // __test__/package/types.test.mjs with `tsc --noEmit --strict`. Never executed.
 //
 // It uses the whole public surface the way the iterativeflow engine does, and assigns the
-// backend to a `Backend` interface written independently here from CONTRACT.md §2–§6, so that
+// backend to a `Backend` interface written independently here from docs/contract.md §2–§6, so that
 // index.d.ts is checked for structural compatibility with core, not against itself. Lines marked
 // `@ts-expect-error` must stay errors (tsc fails on an unused directive).
 import {
@@ -54,7 +54,7 @@ import {
   type WriteResult,
 } from 'iterativeflow-mysql-native';
 
-// ---- core's side, written from CONTRACT.md §1.1, §2 and §3–§6 ----------------------------------
+// ---- core's side, written from docs/contract.md §1.1, §2 and §3–§6 -------------------------
 
 namespace Core {
   export type RunStatus =
@@ -279,7 +279,7 @@ async function main(): Promise<void> {
   wrongUsage(createMysqlBackend(sql), byUrl);
 }
 
-/** core's calls (CONTRACT §11), made through core's own `Backend` type. */
+/** core's calls (docs/contract.md §11), made through core's own `Backend` type. */
 async function engineLikeUsage({ store, queue, timer, wakeup }: Core.Backend): Promise<void> {
   const now = new Date();
 

@@ -1,6 +1,7 @@
-// CONTRACT §1.1/§1.3: `mysqlPool(pool)` takes a mysql2/promise Pool — the way every existing user
-// of @iterativeflow/mysql calls it. Type-checked by __test__/package/types.test.mjs (separately
-// from engine-usage.mts, so that a failure here names this one problem). Never executed.
+// docs/contract.md §1.1/§1.3: `mysqlPool(pool)` takes a mysql2/promise Pool — the way every
+// existing user of @iterativeflow/mysql calls it. Type-checked by __test__/package/types.test.mjs
+// (separately from engine-usage.mts, so that a failure here names this one problem). Never
+// executed.
 import mysql from 'mysql2/promise';
 import { createMysqlBackend, mysqlPool, type NativeSql } from 'iterativeflow-mysql-native';
 
