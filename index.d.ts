@@ -1,6 +1,8 @@
-// Types of iterativeflow-mysql-native: a drop-in for @iterativeflow/mysql 2.0.0-alpha.2.
-// The shapes mirror the iterativeflow core `Backend` contract structurally, so a value of
-// `MysqlBackend` can be passed wherever core expects a `Backend`.
+// Types of iterativeflow-mysql-native: a drop-in for @iterativeflow/mysql 2.0.0-alpha.2 (the
+// default contract) and 3.0.0 (`{ contract: '3.0.0' }`, or the `iterativeflow-mysql-native/v3`
+// entry). The shapes mirror the iterativeflow core `Backend` contract of each version
+// structurally, so a `MysqlBackend` / `MysqlBackendV3` can be passed wherever that core expects
+// a `Backend`.
 
 /// <reference types="node" />
 
@@ -82,14 +84,40 @@ export type Mysql2PoolLike = { readonly config: object } | { readonly pool: { re
 /** Anything `mysqlPool` can read connection settings from: a mysql2 pool, a URL, or options. */
 export type PoolSource = string | PoolOptions | Mysql2PoolLike;
 
-export declare function mysqlPool(source: PoolSource): NativeSql;
+export interface MysqlPoolOpts {
+  /**
+   * Set READ COMMITTED on each new connection (default true). `false` sends no `SET` at all,
+   * for servers that pin a connection on any session change (PlanetScale/Vitess); the server's
+   * default isolation must then be READ COMMITTED.
+   */
+  setIsolation?: boolean;
+}
+
+export declare function mysqlPool(source: PoolSource, opts?: MysqlPoolOpts): NativeSql;
 
 // ---- schema --------------------------------------------------------------------------------
 
-/** The six `CREATE TABLE IF NOT EXISTS` statements (run, step, job, timer, signal, cron). */
-export declare function ddl(prefix?: string): string[];
-/** Applies `ddl(prefix)` statement by statement; idempotent. */
-export declare function applySchema(sql: Sql, prefix?: string): Promise<void>;
+/** Which published contract a backend follows (behaviour and table layout). */
+export type Contract = '2.0.0-alpha.2' | '3.0.0';
+
+export interface SchemaOpts {
+  /** Default '2.0.0-alpha.2' (the `/v3` entry: '3.0.0'). */
+  contract?: Contract;
+  /** 3.0: create the `pending_work` function (needs CREATE ROUTINE); default true. */
+  pendingWork?: boolean;
+}
+
+/**
+ * The DDL: six `CREATE TABLE IF NOT EXISTS` statements (run, step, job, timer, signal, cron);
+ * under 3.0 the tables have `priority` / `consumed`, followed by the `pending_work` function's
+ * drop and create.
+ */
+export declare function ddl(prefix?: string, opts?: SchemaOpts): string[];
+/**
+ * Applies the schema; idempotent. Under 3.0 it also upgrades an older layout in place and
+ * (re)creates `pending_work`, serialised across processes by a named lock.
+ */
+export declare function applySchema(sql: Sql, prefix?: string, opts?: SchemaOpts): Promise<void>;
 /** Back-quoted table names for a prefix. */
 export declare function tables(prefix: string): {
   run: string;
@@ -307,6 +335,115 @@ export interface MysqlBackendOpts {
   prefix?: string;
   id?: IdGen;
 }
+/** `MysqlBackendOpts` (the JavaScript package's) plus the contract to follow. */
+export interface NativeBackendOpts extends MysqlBackendOpts {
+  /** Default '2.0.0-alpha.2' (the `/v3` entry: '3.0.0'). */
+  contract?: Contract;
+}
 
-/** The four ports over one database. Throws synchronously on a bad prefix. */
-export declare function createMysqlBackend(sql: Sql, opts?: MysqlBackendOpts): MysqlBackend;
+// ---- the 3.0.0 contract ----------------------------------------------------------------------
+
+export interface RunSpecV3 extends RunSpec {
+  /** Stored in `run.priority`; an enqueue without a priority inherits it. Default 0. */
+  priority?: number;
+}
+/** A 3.0 step memo: `call` is what 2.0.0-alpha.2 called `shape`. */
+export interface StepOutcomeV3 {
+  status: StepStatus;
+  result?: unknown;
+  error?: FlowError;
+  attempts: number;
+  call?: string;
+}
+export interface StepCheckpointV3 extends StepOutcomeV3 {
+  runId: string;
+  cursorKey: string;
+}
+/** A checkpoint's answer; `committed: false` when `requireVersion` fenced it (nothing written). */
+export type CheckpointResult = StepOutcomeV3 | { status: StepStatus; attempts: number; committed: false };
+export interface SpawnRequestV3 {
+  runId: string;
+  spec: RunSpecV3;
+  enqueue?: EnqueueOpts;
+}
+export interface OutboxV3 {
+  spawn?: readonly SpawnRequestV3[];
+  enqueue?: readonly EnqueueRequest[];
+  timers?: readonly TimerRequest[];
+  cancelTimers?: readonly string[];
+  consumeSignals?: readonly string[];
+  joinTarget?: { runId: string; count: number };
+  /** Fencing: write only while the run's job still has this version. */
+  requireVersion?: number;
+}
+export interface RunFilterV3 extends RunFilter {
+  version?: number;
+}
+export type TerminalStatus = 'done' | 'failed' | 'canceled';
+/** The runs a bulk operation touches: every given predicate must hold; at least one is needed. */
+export interface RunSetFilter {
+  before?: Date;
+  name?: string;
+  version?: number;
+  status?: RunStatus | readonly RunStatus[];
+  tag?: string;
+}
+export interface ClaimOptsV3 extends ClaimOpts {
+  /** Only jobs of runs of these flows (or without a run row); `[]` claims nothing. */
+  names?: readonly string[];
+}
+
+export interface StoreV3 extends Omit<Store, 'startRun' | 'startManyRuns' | 'loadRun' | 'checkpointStep' | 'suspendRun' | 'markTerminal' | 'listRuns'> {
+  startRun(spec: RunSpecV3): Promise<StartResult>;
+  startManyRuns(specs: readonly RunSpecV3[]): Promise<StartResult[]>;
+  loadRun(runId: string): Promise<
+    { run: RunRow; steps: ReadonlyMap<string, StepOutcomeV3>; signals: readonly DeliveredSignal[] } | undefined
+  >;
+  checkpointStep(c: StepCheckpointV3, fx?: OutboxV3): Promise<CheckpointResult>;
+  suspendRun(runId: string, status: SuspendStatus, fx?: OutboxV3): Promise<void>;
+  markTerminal(runId: string, outcome: TerminalOutcome, fx?: OutboxV3): Promise<void>;
+  listRuns(filter: RunFilterV3, page: Page): Promise<RunPage>;
+  deleteRuns(filter: RunSetFilter, limit: number): Promise<number>;
+  cancelRuns(filter: RunSetFilter, limit: number): Promise<number>;
+  retryRuns(filter: RunSetFilter, limit: number): Promise<number>;
+  listCrons(): Promise<CronRow[]>;
+  removeCron(name: string): Promise<boolean>;
+  dueCronCount(now: Date, names?: readonly string[]): Promise<number>;
+}
+export interface QueueV3 extends Omit<Queue, 'claim' | 'depth'> {
+  enqueueMany(requests: readonly EnqueueRequest[]): Promise<void>;
+  claim(opts: ClaimOptsV3): Promise<Lease[]>;
+  depth(now: Date, names?: readonly string[]): Promise<QueueDepth>;
+}
+export interface TimerV3 extends Timer {
+  dueCount(now: Date, names?: readonly string[]): Promise<number>;
+  nextDueAt(now: Date): Promise<Date | null>;
+}
+export interface MysqlBackendV3 {
+  readonly store: StoreV3;
+  readonly queue: QueueV3;
+  readonly timer: TimerV3;
+  readonly wakeup: Wakeup;
+}
+
+/** The four ports over one database. Throws synchronously on a bad prefix or contract. */
+export declare function createMysqlBackend(sql: Sql, opts: NativeBackendOpts & { contract: '3.0.0' }): MysqlBackendV3;
+export declare function createMysqlBackend(sql: Sql, opts?: NativeBackendOpts): MysqlBackend;
+
+/** What `inTx` takes: our pool, any `Sql`, or a mysql2 pool (a native pool is opened for it once). */
+export type TxSource = NativeSql | Sql | Mysql2PoolLike;
+
+/**
+ * `fn(backend, tx)` in ONE transaction: the caller's writes on `tx` and every backend call
+ * commit together when `fn` resolves, and not at all when it throws.
+ */
+export declare function inTx<T>(
+  source: TxSource,
+  fn: (backend: MysqlBackendV3, tx: Sql) => Promise<T>,
+  opts: NativeBackendOpts & { contract: '3.0.0' },
+): Promise<T>;
+export declare function inTx<T>(
+  source: TxSource,
+  fn: (backend: MysqlBackend, tx: Sql) => Promise<T>,
+  opts?: NativeBackendOpts,
+): Promise<T>;

@@ -1,11 +1,14 @@
 'use strict';
-// iterativeflow-mysql-native — drop-in for @iterativeflow/mysql 2.0.0-alpha.2, native core.
+// iterativeflow-mysql-native — drop-in for @iterativeflow/mysql, native core. The default
+// contract is 2.0.0-alpha.2; `{ contract: '3.0.0' }` (or the `/v3` entry) selects 3.0.0.
 const { mysqlPool } = require('./lib/sql');
 const { createMysqlBackend } = require('./lib/backend');
 const { ddl, applySchema, tables } = require('./lib/schema');
+const { inTx } = require('./lib/intx');
 
 module.exports.mysqlPool = mysqlPool;
 module.exports.createMysqlBackend = createMysqlBackend;
 module.exports.applySchema = applySchema;
 module.exports.ddl = ddl;
 module.exports.tables = tables;
+module.exports.inTx = inTx;

@@ -9,6 +9,7 @@ const { createQueue } = require('./queue');
 const { createStore } = require('./store');
 const { createTimer } = require('./timer');
 const { createWakeup } = require('./wakeup');
+const { CONTRACTS } = require('./shapes');
 
 /** Id sources from `opts.id`: run/signal ids (VARCHAR(191) keys) and lease-token halves. */
 function idSources(customId) {
@@ -26,19 +27,37 @@ function idSources(customId) {
   };
 }
 
-function createMysqlBackend(sql, opts = {}) {
+/** The contract named by `opts.contract` (default `fallback`). */
+function contractOf(opts, fallback) {
+  const contract = c.absent(opts.contract) ? fallback : opts.contract;
+  if (!CONTRACTS.includes(contract)) {
+    throw c.typeError(`createMysqlBackend: opts.contract must be one of ${CONTRACTS.join(', ')}, got ${JSON.stringify(contract)}`);
+  }
+  return contract;
+}
+
+/**
+ * The backend over `sql`; `defaultContract` is what an absent `opts.contract` means (the main
+ * entry: 2.0.0-alpha.2; the `/v3` entry: 3.0.0).
+ */
+function backendOf(sql, opts, defaultContract) {
   if (opts === null || typeof opts !== 'object') throw c.typeError('createMysqlBackend: opts must be an object');
   const prefix = opts.prefix === undefined ? '' : opts.prefix;
   if (typeof prefix !== 'string') throw c.typeError('createMysqlBackend: opts.prefix must be a string');
   binding.tableNames(prefix); // throws a TypeError naming a bad prefix
+  const contract = contractOf(opts, defaultContract);
   const { newId, tokenIds } = idSources(opts.id);
-  const call = createCaller(sql, prefix);
+  const call = createCaller(sql, prefix, contract);
   return {
-    store: createStore(call, newId),
-    queue: createQueue(call, tokenIds),
-    timer: createTimer(call),
+    store: createStore(call, newId, contract),
+    queue: createQueue(call, tokenIds, contract),
+    timer: createTimer(call, contract),
     wakeup: createWakeup(),
   };
 }
 
-module.exports = { createMysqlBackend };
+function createMysqlBackend(sql, opts = {}) {
+  return backendOf(sql, opts, '2.0.0-alpha.2');
+}
+
+module.exports = { createMysqlBackend, backendOf, contractOf };

@@ -6,20 +6,25 @@
 const c = require('./check');
 const binding = require('./binding');
 const { bridge } = require('./bridge');
-const { nativeOf } = require('./sql');
+const { nativeOf, nativeTxOf } = require('./sql');
 
 /** `call(method, build)`: `build()` returns the native method's arguments (or throws). */
-function createCaller(sql, prefix) {
+function createCaller(sql, prefix, contract) {
   const native = nativeOf(sql);
+  const joined = nativeTxOf(sql);
   let run;
-  if (native) {
-    const nb = binding.NativeBackend.native(native, prefix);
+  if (joined) {
+    // inTx over our pool: every unit runs inside the caller's transaction, in Rust.
+    const nb = binding.NativeBackend.joined(joined, prefix, contract);
+    run = (method, args) => nb[method](...args);
+  } else if (native) {
+    const nb = binding.NativeBackend.native(native, prefix, contract);
     run = (method, args) => sql.track(() => nb[method](...args));
   } else {
     if (!sql || typeof sql.query !== 'function' || typeof sql.exec !== 'function' || typeof sql.tx !== 'function') {
       throw c.typeError('createMysqlBackend: sql must be mysqlPool(...) or an object with query, exec and tx');
     }
-    const nb = binding.NativeBackend.wrapped(prefix);
+    const nb = binding.NativeBackend.wrapped(prefix, contract);
     // The caller's own driver error (with its code/errno) is rethrown, not Rust's copy of it.
     run = (method, args) => {
       const seen = { error: undefined };

@@ -8,7 +8,11 @@ const RUN_STATUSES = ['pending', 'running', 'sleeping', 'awaiting_signal', 'awai
 
 const { absent } = c;
 
-function specOf(spec, name, { emptyKeyIsAbsent = true } = {}) {
+/**
+ * A run spec. `v3`: the 3.0 contract, which also stores `priority`; 2.0.0-alpha.2 ignores it,
+ * as the JavaScript package does.
+ */
+function specOf(spec, name, { emptyKeyIsAbsent = true, v3 = false } = {}) {
   c.obj(spec, name);
   // `tags: null` is stored as JSON null and read back as null, as the JavaScript package does.
   const tags = spec.tags === undefined || spec.tags === null ? spec.tags : c.arr(spec.tags, `${name}.tags`);
@@ -24,16 +28,19 @@ function specOf(spec, name, { emptyKeyIsAbsent = true } = {}) {
     parentRunId: absent(spec.parentRunId) ? undefined : c.str(spec.parentRunId, `${name}.parentRunId`),
     parentCursorKey: absent(spec.parentCursorKey) ? undefined : c.str(spec.parentCursorKey, `${name}.parentCursorKey`),
     depth: absent(spec.depth) ? 0 : c.int(spec.depth, `${name}.depth`),
+    priority: v3 && !absent(spec.priority) ? c.int(spec.priority, `${name}.priority`) : 0,
     createdAt: absent(spec.createdAt) ? Date.now() : c.ms(spec.createdAt, `${name}.createdAt`),
   };
 }
 
+/** Enqueue options; an absent priority stays undefined (0 under 2.0.0-alpha.2, the run's own
+ * priority under 3.0 — Rust decides). */
 function enqueueOpts(opts, name) {
-  if (absent(opts)) return { runAt: 0, priority: 0 };
+  if (absent(opts)) return { runAt: 0, priority: undefined };
   c.obj(opts, name);
   return {
     runAt: opts.runAt ? c.ms(opts.runAt, `${name}.runAt`) : 0,
-    priority: absent(opts.priority) ? 0 : c.int(opts.priority, `${name}.priority`),
+    priority: absent(opts.priority) ? undefined : c.int(opts.priority, `${name}.priority`),
   };
 }
 
@@ -41,16 +48,18 @@ function idList(v, name) {
   return c.arr(v, name).map((x, i) => c.str(x, `${name}[${i}]`));
 }
 
-function outboxOf(fx, name) {
+function outboxOf(fx, name, { v3 = false } = {}) {
   if (absent(fx)) return undefined;
   c.obj(fx, name);
   const out = {};
+  // 3.0 fencing: write only while the run's job still has this version.
+  if (v3 && !absent(fx.requireVersion)) out.requireVersion = c.int(fx.requireVersion, `${name}.requireVersion`, 0, Number.MAX_SAFE_INTEGER);
   if (!absent(fx.spawn)) {
     out.spawn = c.arr(fx.spawn, `${name}.spawn`).map((s, i) => {
       const n = `${name}.spawn[${i}]`;
       c.obj(s, n);
       const e = enqueueOpts(s.enqueue, `${n}.enqueue`);
-      const spec = specOf(s.spec, `${n}.spec`, { emptyKeyIsAbsent: false });
+      const spec = specOf(s.spec, `${n}.spec`, { emptyKeyIsAbsent: false, v3 });
       return { runId: c.str(s.runId, `${n}.runId`), spec, runAt: e.runAt, priority: e.priority };
     });
   }
@@ -89,4 +98,50 @@ function statusList(s, name) {
   return list;
 }
 
-module.exports = { RUN_STATUSES, absent, specOf, enqueueOpts, idList, outboxOf, statusList };
+const TERMINAL_STATUSES = ['done', 'failed', 'canceled'];
+const ACTIVE_STATUSES = RUN_STATUSES.filter((s) => !TERMINAL_STATUSES.includes(s));
+
+/**
+ * The filter of a 3.0 bulk operation (`deleteRuns`, `cancelRuns`, `retryRuns`) with the statuses
+ * it may touch: the requested ones among `eligible` (all of `eligible` when none are requested).
+ * A filter without any predicate is refused (it would touch every run); `undefined` when the
+ * statuses leave nothing to do.
+ */
+function runSetOf(filter, name, method, eligible) {
+  c.obj(filter, name);
+  const keys = ['before', 'name', 'version', 'status', 'tag'];
+  if (!keys.some((k) => !absent(filter[k]))) {
+    throw c.typeError(`${method}: ${name} needs at least one of ${keys.join(', ')}`);
+  }
+  const empty = Array.isArray(filter.status) && filter.status.length === 0;
+  const requested = absent(filter.status) || empty ? undefined : statusList(filter.status, `${name}.status`);
+  if (empty) return undefined;
+  const statuses = requested === undefined ? [...eligible] : eligible.filter((s) => requested.includes(s));
+  if (statuses.length === 0) return undefined;
+  return {
+    before: absent(filter.before) ? undefined : c.ms(filter.before, `${name}.before`),
+    name: absent(filter.name) ? undefined : c.str(filter.name, `${name}.name`),
+    version: absent(filter.version) ? undefined : c.int(filter.version, `${name}.version`),
+    tag: absent(filter.tag) ? undefined : c.longStr(filter.tag, `${name}.tag`),
+    statuses,
+  };
+}
+
+/** A flow-name filter (3.0): undefined ⇒ every flow; a list (possibly empty) of names. */
+function namesOf(names, name) {
+  return absent(names) ? undefined : idList(names, name);
+}
+
+module.exports = {
+  RUN_STATUSES,
+  TERMINAL_STATUSES,
+  ACTIVE_STATUSES,
+  absent,
+  specOf,
+  enqueueOpts,
+  idList,
+  outboxOf,
+  statusList,
+  runSetOf,
+  namesOf,
+};

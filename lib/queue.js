@@ -1,8 +1,10 @@
 'use strict';
-// Queue port: leased jobs (docs/contract.md, "Queue").
+// Queue port: leased jobs (docs/contract.md, "Queue"). Under the 3.0 contract also `enqueueMany`,
+// and `claim` / `depth` restricted to a list of flow names.
 const c = require('./check');
-const { absent, enqueueOpts } = require('./encode');
+const enc = require('./encode');
 
+const { absent } = c;
 const MAX_CLAIM = 10000;
 const INT64 = Number.MAX_SAFE_INTEGER;
 
@@ -16,27 +18,33 @@ function leaseVersion(v) {
   return Number.isSafeInteger(v) && v >= 0 ? v : -1;
 }
 
-/** The queue over `call` (lib/call.js); `tokenIds` (or undefined) makes lease-token halves. */
-function createQueue(call, tokenIds) {
-  return {
+/**
+ * The queue over `call` (lib/call.js); `tokenIds` (or undefined) makes lease-token halves;
+ * `contract` is '2.0.0-alpha.2' or '3.0.0'.
+ */
+function createQueue(call, tokenIds, contract) {
+  const v3 = contract === '3.0.0';
+  /** The 3.0 `names` option (undefined under 2.0.0-alpha.2, which ignores it). */
+  const namesIn = (opts) => (v3 ? enc.namesOf(opts.names, 'opts.names') : undefined);
+  const queue = {
     async enqueue(runId, opts) {
       await call('enqueue', () => {
-        const e = enqueueOpts(opts, 'opts');
+        const e = enc.enqueueOpts(opts, 'opts');
         return [c.str(runId, 'runId'), e.runAt, e.priority];
       });
     },
     async claim(claimOpts) {
-      let expires;
-      const text = await call('claim', () => {
-        c.obj(claimOpts, 'opts');
-        const limit = c.int(claimOpts.limit, 'opts.limit', 0, MAX_CLAIM);
-        const leaseMs = c.int(claimOpts.leaseMs, 'opts.leaseMs', 0, INT64);
-        const at = c.optMs(claimOpts.now, 'opts.now', Date.now());
-        c.expiry(at, leaseMs, 'opts.leaseMs');
-        expires = at + leaseMs;
-        return [at, leaseMs, limit, tokenIds];
-      });
-      return JSON.parse(text).map((l) => ({ runId: l.runId, token: l.token, expiresAt: new Date(expires), version: l.version }));
+      c.obj(claimOpts, 'opts');
+      const limit = c.int(claimOpts.limit, 'opts.limit', 0, MAX_CLAIM);
+      const leaseMs = c.int(claimOpts.leaseMs, 'opts.leaseMs', 0, INT64);
+      const at = c.optMs(claimOpts.now, 'opts.now', Date.now());
+      c.expiry(at, leaseMs, 'opts.leaseMs');
+      const names = namesIn(claimOpts);
+      // No flow to claim for: nothing to ask the database.
+      if (names?.length === 0) return [];
+      const text = await call('claim', () => [at, leaseMs, limit, names, tokenIds]);
+      const expiresAt = at + leaseMs;
+      return JSON.parse(text).map((l) => ({ runId: l.runId, token: l.token, expiresAt: new Date(expiresAt), version: l.version }));
     },
     async heartbeat(lease, hbOpts) {
       let expires;
@@ -63,10 +71,28 @@ function createQueue(call, tokenIds) {
         ];
       });
     },
-    async depth(now) {
-      return JSON.parse(await call('depth', () => [c.ms(now, 'now')]));
+    async depth(now, names) {
+      const at = c.ms(now, 'now');
+      const list = v3 ? enc.namesOf(names, 'names') : undefined;
+      if (list?.length === 0) return { claimable: 0, leased: 0, oldestClaimableAgeMs: null };
+      return JSON.parse(await call('depth', () => [at, list]));
     },
   };
+  if (!v3) return queue;
+
+  return Object.assign(queue, {
+    async enqueueMany(requests) {
+      await call('enqueueMany', () =>
+        [
+          c.arr(requests, 'requests').map((r, i) => {
+            const n = `requests[${i}]`;
+            c.obj(r, n);
+            return { runId: c.str(r.runId, `${n}.runId`), ...enc.enqueueOpts(r.opts, `${n}.opts`) };
+          }),
+        ],
+      );
+    },
+  });
 }
 
 module.exports = { createQueue };

@@ -1,7 +1,19 @@
 'use strict';
-// ddl / applySchema / tables: the alpha.2 on-disk format, with the prefix rule enforced natively.
+// ddl / applySchema / tables. The statements come from Rust (src/schema.rs); this runs them.
+// Under 2.0.0-alpha.2 applySchema sends the six CREATE TABLE IF NOT EXISTS statements one by one
+// (never altering a table). Under 3.0 it also brings an older layout there in place — adding
+// `signal.consumed` and `run.priority` where they are missing — and (re)creates the
+// `pending_work` function, on one connection holding a named lock, so that several processes
+// may run it at once.
 const c = require('./check');
 const binding = require('./binding');
+const { CONTRACTS } = require('./shapes');
+
+/** How long applySchema waits for another process's applySchema of the same tables, s. */
+const LOCK_WAIT_S = 60;
+
+/** Server errors that mean "you may not create or drop a stored function". */
+const NO_ROUTINE_PRIVILEGE = new Set([1044, 1142, 1227, 1370, 1419]);
 
 function prefixOf(prefix) {
   if (prefix === undefined) return '';
@@ -9,9 +21,20 @@ function prefixOf(prefix) {
   return prefix;
 }
 
-/** The six CREATE TABLE IF NOT EXISTS statements (run, step, job, timer, signal, cron). */
-function ddl(prefix) {
-  return binding.ddl(prefixOf(prefix));
+function optionsOf(opts, fallback) {
+  if (c.absent(opts)) return { contract: fallback, pendingWork: true };
+  c.obj(opts, 'opts');
+  const contract = c.absent(opts.contract) ? fallback : opts.contract;
+  if (!CONTRACTS.includes(contract)) throw c.typeError(`opts.contract must be one of ${CONTRACTS.join(', ')}`);
+  if (!c.absent(opts.pendingWork) && typeof opts.pendingWork !== 'boolean') {
+    throw c.typeError('opts.pendingWork must be a boolean');
+  }
+  return { contract, pendingWork: opts.pendingWork !== false };
+}
+
+/** The DDL statements (six tables; under 3.0 also the function's drop and create). */
+function ddlOf(prefix, opts, fallback) {
+  return binding.ddl(prefixOf(prefix), optionsOf(opts, fallback).contract);
 }
 
 /** Back-quoted table names for a prefix (same helper the upstream tests use). */
@@ -19,10 +42,83 @@ function tables(prefix) {
   return binding.tableNames(prefixOf(prefix));
 }
 
-/** Applies the DDL statement by statement (idempotent; never alters an existing table). */
-async function applySchema(sql, prefix) {
+async function applySchemaOf(sql, prefix, opts, fallback) {
   if (!sql || typeof sql.query !== 'function') throw c.typeError('applySchema: sql must be an Sql (with query)');
-  for (const stmt of ddl(prefix)) await sql.query(stmt);
+  const { contract, pendingWork } = optionsOf(opts, fallback);
+  const plan = binding.schemaPlan(prefixOf(prefix), contract);
+  if (contract !== '3.0.0') {
+    for (const stmt of plan.tables) await sql.query(stmt);
+    return;
+  }
+  if (typeof sql.tx !== 'function') throw c.typeError('applySchema: sql must be an Sql (with tx)');
+  // One connection for the whole upgrade, so that the named lock and every step share it.
+  await sql.tx(async (t) => {
+    const [{ got }] = await t.query(
+      'SELECT GET_LOCK(CONCAT(\'ifw_schema_\', MD5(CONCAT(DATABASE(), \'.\', ?))), ?) AS got',
+      [prefixOf(prefix), LOCK_WAIT_S],
+    );
+    if (Number(got) !== 1) throw new Error(`applySchema: another applySchema held the schema lock for ${LOCK_WAIT_S} s`);
+    try {
+      for (const stmt of plan.tables) await t.query(stmt);
+      for (const m of plan.columns) await addColumn(t, m);
+      if (pendingWork) await createFunction(t, plan);
+    } finally {
+      await t.query('SELECT RELEASE_LOCK(CONCAT(\'ifw_schema_\', MD5(CONCAT(DATABASE(), \'.\', ?)))) AS released', [prefixOf(prefix)]);
+    }
+  });
 }
 
-module.exports = { ddl, tables, applySchema };
+/** Adds a column the 3.0 layout has, unless it is there (also when another node added it). */
+async function addColumn(t, m) {
+  const [{ n }] = await t.query(
+    'SELECT COUNT(*) AS n FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?',
+    [m.tableName, m.column],
+  );
+  if (Number(n) > 0) return;
+  try {
+    await t.query(m.add);
+  } catch (e) {
+    // A Galera peer's applySchema (the named lock is per node) may have added it meanwhile.
+    if (e && e.errno === 1060) return;
+    throw e;
+  }
+}
+
+/** (Re)creates `pending_work`: one CREATE OR REPLACE on MariaDB, DROP + CREATE on MySQL. */
+async function createFunction(t, plan) {
+  const [{ v }] = await t.query('SELECT VERSION() AS v');
+  try {
+    if (/mariadb/i.test(String(v))) {
+      await t.query(plan.replaceFunction);
+      return;
+    }
+    await t.query(plan.dropFunction);
+    try {
+      await t.query(plan.createFunction);
+    } catch (e) {
+      // 1304: a concurrent applySchema created the same function between our drop and create.
+      if (!(e && e.errno === 1304)) throw e;
+    }
+  } catch (e) {
+    if (e && NO_ROUTINE_PRIVILEGE.has(e.errno)) {
+      const err = new Error(
+        'applySchema: the 3.0 schema creates the stored function pending_work, which needs the CREATE ROUTINE ' +
+          '(and ALTER ROUTINE) privilege on this database — grant it, or pass { pendingWork: false } to ' +
+          `applySchema to skip the function (server said: ${e.message})`,
+      );
+      err.kind = 'server';
+      err.code = 'ER_NO_CREATE_ROUTINE';
+      err.errno = e.errno;
+      err.cause = e;
+      throw err;
+    }
+    throw e;
+  }
+}
+
+/** `ddl(prefix?, { contract? })`: the statements of the layout (default 2.0.0-alpha.2). */
+const ddl = (prefix, opts) => ddlOf(prefix, opts, '2.0.0-alpha.2');
+/** `applySchema(sql, prefix?, { contract?, pendingWork? })` (default 2.0.0-alpha.2). */
+const applySchema = (sql, prefix, opts) => applySchemaOf(sql, prefix, opts, '2.0.0-alpha.2');
+
+module.exports = { ddl, tables, applySchema, ddlOf, applySchemaOf };

@@ -15,11 +15,25 @@ function mapperOf(keys) {
   };
 }
 
-const shapes = binding.rowShapes();
+const CONTRACTS = ['2.0.0-alpha.2', '3.0.0'];
 
-module.exports = {
-  mapRun: mapperOf(shapes.run),
-  mapStep: mapperOf(shapes.step),
-  mapSignal: mapperOf(shapes.signal),
-  mapCron: mapperOf(shapes.cron),
-};
+/** `{ mapRun, mapStep, mapSignal, mapCron }` for each contract (3.0 calls `shape` `call`). */
+const byContract = new Map(
+  CONTRACTS.map((contract) => {
+    const shapes = binding.rowShapes(contract);
+    return [
+      contract,
+      {
+        mapRun: mapperOf(shapes.run),
+        mapStep: mapperOf(shapes.step),
+        mapSignal: mapperOf(shapes.signal),
+        mapCron: mapperOf(shapes.cron),
+      },
+    ];
+  }),
+);
+
+/** The row mappers of `contract`. */
+const mappers = (contract) => byContract.get(contract);
+
+module.exports = { CONTRACTS, mappers };

@@ -6,6 +6,7 @@ const { inspect } = require('node:util');
 const binding = require('./binding');
 
 const NATIVE = Symbol('iterativeflow.nativeSql');
+const NATIVE_TX = Symbol('iterativeflow.nativeTx');
 
 function fail(msg) {
   return c.typeError(`mysqlPool: ${msg}`);
@@ -102,6 +103,7 @@ function normalise(o) {
     connectionLimit: optInt(o.connectionLimit, 'connectionLimit'),
     acquireTimeoutMs: optInt(o.acquireTimeoutMs, 'acquireTimeoutMs'),
     queryTimeoutMs: optInt(o.queryTimeoutMs, 'queryTimeoutMs'),
+    setIsolation: o.setIsolation === undefined ? undefined : Boolean(o.setIsolation),
     ssl: o._sslNormalised ? o.ssl : sslFrom(o.ssl, 'ssl'),
   };
 }
@@ -178,6 +180,8 @@ function txSql(tx) {
       return Promise.resolve().then(() => fn(self));
     },
   };
+  // A backend built over this handle (inTx) runs its units inside the transaction, natively.
+  Object.defineProperty(self, NATIVE_TX, { value: tx });
   return self;
 }
 
@@ -273,16 +277,28 @@ class MysqlSql {
 }
 
 /** `mysqlPool(x)`: x is a mysql2 Pool, a mysql:// URL, or an options object. */
-function mysqlPool(x) {
-  return new MysqlSql(new binding.NativeSql(configOf(x)));
+/** `mysqlPool(x, { setIsolation })`: x is a mysql2 Pool, a mysql:// URL, or an options object. */
+function mysqlPool(x, opts) {
+  const cfg = configOf(x);
+  if (opts !== undefined && opts !== null) {
+    if (typeof opts !== 'object') throw fail('opts must be an object');
+    if (opts.setIsolation !== undefined && typeof opts.setIsolation !== 'boolean') throw fail('opts.setIsolation must be a boolean');
+    if (opts.setIsolation !== undefined) cfg.setIsolation = opts.setIsolation;
+  }
+  return new MysqlSql(new binding.NativeSql(cfg));
 }
 
 function nativeOf(sql) {
   return sql instanceof MysqlSql ? sql[NATIVE] : undefined;
 }
 
+/** The native transaction behind a handle `tx(fn)` gave, if it is one of ours. */
+function nativeTxOf(sql) {
+  return sql && typeof sql === 'object' ? sql[NATIVE_TX] : undefined;
+}
+
 function isNative(sql) {
   return sql instanceof MysqlSql;
 }
 
-module.exports = { mysqlPool, MysqlSql, nativeOf, isNative, configOf };
+module.exports = { mysqlPool, MysqlSql, nativeOf, nativeTxOf, isNative, configOf };

@@ -1,13 +1,13 @@
 'use strict';
-// Store port: runs, step memos, signals, crons (docs/contract.md, "Store").
+// Store port: runs, step memos, signals, crons (docs/contract.md, "Store"). Under the 3.0
+// contract it also has the bulk operations and the cron listing of 2.5/3.0, checkpoints take and
+// answer `call` instead of `shape`, and a fenced checkpoint answers `committed: false`.
 const c = require('./check');
-const { RUN_STATUSES, idList, outboxOf, specOf, statusList } = require('./encode');
+const enc = require('./encode');
+const { mappers } = require('./shapes');
 
 const { absent } = c;
-const { mapCron, mapRun, mapSignal, mapStep } = require('./shapes');
-
 const SUSPEND_STATUSES = ['sleeping', 'awaiting_signal', 'awaiting_child', 'retrying'];
-const TERMINAL_STATUSES = ['done', 'failed', 'canceled'];
 const MAX_BATCH = 100000;
 const INT64 = Number.MAX_SAFE_INTEGER;
 
@@ -17,21 +17,41 @@ const optional = (p) => p.then((v) => (v === null ? undefined : v));
 
 function zeroRunStats() {
   const out = {};
-  for (const s of RUN_STATUSES) out[s] = 0;
+  for (const s of enc.RUN_STATUSES) out[s] = 0;
   return out;
 }
 
-/** The store over `call` (lib/call.js); `newId()` makes run and signal ids. */
-function createStore(call, newId) {
-  return {
-    startRun(spec) {
-      return call('startRun', () => [newId(), specOf(spec, 'spec')]);
+/**
+ * The store over `call` (lib/call.js); `newId()` makes run and signal ids; `contract` is
+ * '2.0.0-alpha.2' or '3.0.0'.
+ */
+function createStore(call, newId, contract) {
+  const v3 = contract === '3.0.0';
+  const { mapCron, mapRun, mapSignal, mapStep } = mappers(contract);
+  const spec = (s, name, opts) => enc.specOf(s, name, { ...opts, v3 });
+  const outbox = (fx) => enc.outboxOf(fx, 'outbox', { v3 });
+  /** A run-set filter for a bulk operation, or undefined when nothing is eligible. */
+  const runSet = (filter, method, eligible) => enc.runSetOf(filter, 'filter', method, eligible);
+  const bulk = (method, filter, limit, eligible) => {
+    let set;
+    try {
+      set = runSet(filter, method, eligible);
+      c.int(limit, 'limit', 0, MAX_BATCH);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return set === undefined ? Promise.resolve(0) : call(method, () => [set, limit]);
+  };
+
+  const store = {
+    startRun(s) {
+      return call('startRun', () => [newId(), spec(s, 'spec')]);
     },
     startManyRuns(specs) {
       return call('startManyRuns', () => {
         c.arr(specs, 'specs');
         if (specs.length > MAX_BATCH) throw c.rangeError(`specs: at most ${MAX_BATCH} specs per call`);
-        const encoded = specs.map((s, i) => specOf(s, `specs[${i}]`));
+        const encoded = specs.map((s, i) => spec(s, `specs[${i}]`));
         return [encoded.map(() => newId()), encoded];
       });
     },
@@ -50,7 +70,7 @@ function createStore(call, newId) {
       return text === null ? undefined : mapRun(JSON.parse(text));
     },
     async loadRunRows(runIds) {
-      const ids = idList(runIds, 'runIds');
+      const ids = enc.idList(runIds, 'runIds');
       if (ids.length === 0) return [];
       const rows = await parse(call('loadRunRows', () => [ids]));
       const byId = new Map(rows.map((r) => [r.id, r]));
@@ -90,34 +110,33 @@ function createStore(call, newId) {
             result: c.json(cp.result, 'checkpoint.result'),
             error: c.json(cp.error, 'checkpoint.error'),
             attempts: c.int(cp.attempts, 'checkpoint.attempts'),
-            shape: c.optStr(cp.shape, 'checkpoint.shape'),
+            // The column `shape`; the 3.0 contract calls it `call`.
+            shape: v3 ? c.optStr(cp.call, 'checkpoint.call') : c.optStr(cp.shape, 'checkpoint.shape'),
           },
-          outboxOf(fx, 'outbox'),
+          outbox(fx),
         ];
       });
-      return mapStep(JSON.parse(text));
+      const memo = JSON.parse(text);
+      // A fenced 3.0 checkpoint answers `{ status, attempts, committed: false }` as it is.
+      return memo.committed === false ? memo : mapStep(memo);
     },
     suspendRun(runId, status, fx) {
       return none(
-        call('suspendRun', () => [
-          c.str(runId, 'runId'),
-          c.oneOf(status, SUSPEND_STATUSES, 'status'),
-          outboxOf(fx, 'outbox'),
-        ]),
+        call('suspendRun', () => [c.str(runId, 'runId'), c.oneOf(status, SUSPEND_STATUSES, 'status'), outbox(fx)]),
       );
     },
     markTerminal(runId, outcome, fx) {
       return none(
         call('markTerminal', () => {
           c.obj(outcome, 'outcome');
-          const status = c.oneOf(outcome.status, TERMINAL_STATUSES, 'outcome.status');
+          const status = c.oneOf(outcome.status, enc.TERMINAL_STATUSES, 'outcome.status');
           const done = status === 'done';
           return [
             c.str(runId, 'runId'),
             status,
             done ? c.json(outcome.output, 'outcome.output') : undefined,
             done ? undefined : c.json(outcome.error, 'outcome.error'),
-            outboxOf(fx, 'outbox'),
+            outbox(fx),
           ];
         }),
       );
@@ -137,16 +156,17 @@ function createStore(call, newId) {
         }
         return [
           {
-            statuses: statusList(filter.status, 'filter.status'),
+            statuses: enc.statusList(filter.status, 'filter.status'),
             name: filter.name ? c.str(filter.name, 'filter.name') : undefined,
+            version: v3 && !absent(filter.version) ? c.int(filter.version, 'filter.version') : undefined,
             tag: filter.tag ? c.longStr(filter.tag, 'filter.tag') : undefined,
             cursor,
             limit: c.int(page.limit, 'page.limit', 0, INT64),
           },
         ];
       });
-      const page_ = JSON.parse(text);
-      return { runs: page_.runs.map(mapRun), cursor: page_.cursor };
+      const found = JSON.parse(text);
+      return { runs: found.runs.map(mapRun), cursor: found.cursor };
     },
     async childrenOf(runId) {
       return (await parse(call('childrenOf', () => [c.str(runId, 'runId')]))).map(mapRun);
@@ -163,19 +183,19 @@ function createStore(call, newId) {
     async retryRun(runId) {
       return { retried: await call('retryRun', () => [c.str(runId, 'runId')]) };
     },
-    upsertCron(spec) {
+    upsertCron(s) {
       return none(
         call('upsertCron', () => {
-          c.obj(spec, 'spec');
+          c.obj(s, 'spec');
           return [
             {
-              name: c.str(spec.name, 'spec.name'),
-              schedule: c.str(spec.schedule, 'spec.schedule', 255),
-              flowName: c.str(spec.flowName, 'spec.flowName'),
-              flowVersion: c.int(spec.flowVersion, 'spec.flowVersion'),
-              input: c.json(spec.input, 'spec.input'),
-              overlap: absent(spec.overlap) ? 'allow' : c.oneOf(spec.overlap, ['allow', 'skip'], 'spec.overlap'),
-              nextRunAt: c.ms(spec.nextRunAt, 'spec.nextRunAt'),
+              name: c.str(s.name, 'spec.name'),
+              schedule: c.str(s.schedule, 'spec.schedule', 255),
+              flowName: c.str(s.flowName, 'spec.flowName'),
+              flowVersion: c.int(s.flowVersion, 'spec.flowVersion'),
+              input: c.json(s.input, 'spec.input'),
+              overlap: absent(s.overlap) ? 'allow' : c.oneOf(s.overlap, ['allow', 'skip'], 'spec.overlap'),
+              nextRunAt: c.ms(s.nextRunAt, 'spec.nextRunAt'),
             },
           ];
         }),
@@ -193,6 +213,30 @@ function createStore(call, newId) {
       ]);
     },
   };
+  if (!v3) return store;
+
+  return Object.assign(store, {
+    deleteRuns(filter, limit) {
+      return bulk('deleteRuns', filter, limit, enc.TERMINAL_STATUSES);
+    },
+    cancelRuns(filter, limit) {
+      return bulk('cancelRuns', filter, limit, enc.ACTIVE_STATUSES);
+    },
+    retryRuns(filter, limit) {
+      return bulk('retryRuns', filter, limit, ['failed']);
+    },
+    async listCrons() {
+      return (await parse(call('listCrons', () => []))).map(mapCron);
+    },
+    removeCron(name) {
+      return call('removeCron', () => [c.str(name, 'name')]);
+    },
+    async dueCronCount(now, names) {
+      const args = [c.ms(now, 'now'), enc.namesOf(names, 'names')];
+      // An empty list of flows counts nothing, without asking the database.
+      return args[1]?.length === 0 ? 0 : call('dueCronCount', () => args);
+    },
+  });
 }
 
-module.exports = { createStore, TERMINAL_STATUSES };
+module.exports = { createStore };

@@ -1,12 +1,14 @@
 'use strict';
-// Timer port: one durable deadline per run (docs/contract.md, "Timer").
+// Timer port: one durable deadline per run (docs/contract.md, "Timer"). Under the 3.0 contract
+// also `dueCount` and `nextDueAt`.
 const c = require('./check');
+const enc = require('./encode');
 
 const MAX_CLAIM = 10000;
 
-/** The timer over `call` (lib/call.js). */
-function createTimer(call) {
-  return {
+/** The timer over `call` (lib/call.js); `contract` is '2.0.0-alpha.2' or '3.0.0'. */
+function createTimer(call, contract) {
+  const timer = {
     async schedule(runId, fireAt) {
       await call('schedule', () => [c.str(runId, 'runId'), c.ms(fireAt, 'fireAt')]);
     },
@@ -20,6 +22,19 @@ function createTimer(call) {
       await call('cancelTimer', () => [c.str(runId, 'runId')]);
     },
   };
+  if (contract !== '3.0.0') return timer;
+
+  return Object.assign(timer, {
+    async dueCount(now, names) {
+      const args = [c.ms(now, 'now'), enc.namesOf(names, 'names')];
+      // An empty list of flows counts nothing, without asking the database.
+      return args[1]?.length === 0 ? 0 : call('dueCount', () => args);
+    },
+    async nextDueAt(now) {
+      const at = await call('nextDueAt', () => [c.ms(now, 'now')]);
+      return at === null ? null : new Date(at);
+    },
+  });
 }
 
 module.exports = { createTimer };

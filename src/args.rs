@@ -17,6 +17,8 @@ pub struct SpecArg {
     pub parent_run_id: Option<String>,
     pub parent_cursor_key: Option<String>,
     pub depth: i64,
+    /// `run.priority` (3.0 layout only; 0 when absent).
+    pub priority: i64,
     pub created_at: i64,
 }
 
@@ -27,7 +29,8 @@ pub struct SpawnArg {
     pub run_id: String,
     pub spec: SpecArg,
     pub run_at: i64,
-    pub priority: i64,
+    /// `None`: 0 under 2.0.0-alpha.2, the run's own priority under 3.0.
+    pub priority: Option<i64>,
 }
 
 /// An enqueue request (`run_at` 0 = immediately due).
@@ -36,7 +39,8 @@ pub struct SpawnArg {
 pub struct EnqueueArg {
     pub run_id: String,
     pub run_at: i64,
-    pub priority: i64,
+    /// `None`: 0 under 2.0.0-alpha.2, the run's own priority under 3.0.
+    pub priority: Option<i64>,
 }
 
 /// A timer request.
@@ -65,6 +69,8 @@ pub struct OutboxArg {
     pub cancel_timers: Option<Vec<String>>,
     pub consume_signals: Option<Vec<String>>,
     pub join_target: Option<JoinArg>,
+    /// 3.0 fencing: write only while the run's job still has this version.
+    pub require_version: Option<i64>,
 }
 
 /// A step checkpoint with JSON fields encoded.
@@ -86,9 +92,24 @@ pub struct CheckpointArg {
 pub struct ListArg {
     pub statuses: Option<Vec<String>>,
     pub name: Option<String>,
+    /// 3.0 only.
+    pub version: Option<i64>,
     pub tag: Option<String>,
     pub cursor: Option<i64>,
     pub limit: i64,
+}
+
+/// The filter of the 3.0 bulk operations (`deleteRuns`, `cancelRuns`, `retryRuns`): runs
+/// matching every given predicate, with a status among `statuses` (already narrowed by JS to
+/// the ones the operation may touch).
+#[napi(object, object_to_js = false)]
+#[derive(Clone)]
+pub struct RunSetArg {
+    pub before: Option<i64>,
+    pub name: Option<String>,
+    pub version: Option<i64>,
+    pub tag: Option<String>,
+    pub statuses: Vec<String>,
 }
 
 /// A cron spec with `input` encoded.

@@ -6,59 +6,82 @@
 //! the wrapped executor says so. Results cross back as plain values or JSON text; errors as the
 //! JS error objects `error.rs` builds.
 
-use crate::args::{CheckpointArg, CronArg, ListArg, OutboxArg, SpecArg};
+use crate::args::{CheckpointArg, CronArg, EnqueueArg, ListArg, OutboxArg, RunSetArg, SpecArg};
 use crate::codec::StartResult;
 use crate::error::Error;
 use crate::exec::{self, Mode, PoolHandle};
 use crate::jsexec::{self, IdFn, JsIds, RunFn};
-use crate::schema::Tables;
-use crate::sql::NativeSql;
+use crate::schema::{Contract, Schema};
+use crate::sql::{NativeSql, NativeTx, TxInner};
 use crate::{js, queue, store, timer};
 use napi::bindgen_prelude::PromiseRaw;
 use napi::Env;
 use napi_derive::napi;
 use std::sync::Arc;
 
-/// Backend state: table names and, on the native path, the pool.
+/// Backend state: the schema (names and contract) and where its units run: the native pool,
+/// a caller's open native transaction (`inTx`), or — neither set — a wrapped JS `Sql` bridged in
+/// with every call.
 #[napi]
 pub struct NativeBackend {
-    tables: Arc<Tables>,
+    schema: Arc<Schema>,
     pool: Option<Arc<PoolHandle>>,
+    tx: Option<Arc<TxInner>>,
 }
 
-/// Runs `$body` (an expression using `$e`, `$t` and the captured values by reference) in `$mode`,
-/// on the wrapped executor when `$via` is set, else on the native pool; answers a promise.
+fn schema_of(env: &Env, prefix: &str, contract: &str) -> napi::Result<Arc<Schema>> {
+    let schema = Contract::parse(contract).and_then(|c| Schema::new(prefix, c));
+    js::sync(env, schema).map(Arc::new)
+}
+
+/// Runs `$body` (an expression using `$e`, `$t` and the captured values by reference) in `$mode`:
+/// on the wrapped executor when `$via` is set, inside the caller's transaction for an `inTx`
+/// backend, else on the native pool; answers a promise.
 macro_rules! unit {
     ($self:ident, $env:ident, $via:ident, $mode:expr, ($($cap:ident),*), |$e:ident, $t:ident| $body:expr) => {{
         let mode: Mode = $mode;
-        let tables = $self.tables.clone();
+        let tables = $self.schema.clone();
         let pool = $self.pool.clone();
+        let joined = $self.tx.clone();
+        // Counted from now (the JS thread) until it settles, so the caller's commit waits for it.
+        let issued = joined.as_ref().map(|tx| tx.issue());
         $(let $cap = Arc::new($cap);)*
         js::promise($env, async move {
-            match ($via, pool) {
-                (Some(bridge), _) => {
+            let _issued = issued;
+            match ($via, pool, joined) {
+                (Some(bridge), _, _) => {
                     jsexec::run(bridge, mode, move |$e| {
                         Box::pin(async move {
-                            let $t: &Tables = &tables;
+                            let $t: &Schema = &tables;
                             $(let $cap = &*$cap;)*
                             $body.await
                         })
                     })
                     .await
                 }
-                (None, Some(pool)) => {
+                (None, _, Some(tx)) => {
+                    tx.joined(move |$e| {
+                        Box::pin(async move {
+                            let $t: &Schema = &tables;
+                            $(let $cap = &*$cap;)*
+                            $body.await
+                        })
+                    })
+                    .await
+                }
+                (None, Some(pool), None) => {
                     exec::run(&pool, mode, move |$e| {
                         let tables = tables.clone();
                         $(let $cap = $cap.clone();)*
                         Box::pin(async move {
-                            let $t: &Tables = &tables;
+                            let $t: &Schema = &tables;
                             $(let $cap = &*$cap;)*
                             $body.await
                         })
                     })
                     .await
                 }
-                (None, None) => Err(Error::Invalid(
+                (None, None, None) => Err(Error::Invalid(
                     "this backend has no native pool; pass a wrapped Sql bridge".into(),
                 )),
             }
@@ -70,21 +93,43 @@ type Answer<'env, T> = napi::Result<PromiseRaw<'env, T>>;
 
 #[napi]
 impl NativeBackend {
-    /// A backend over our native pool.
+    /// A backend over our native pool, following `contract`.
     #[napi(factory)]
-    pub fn native(env: &Env, sql: &NativeSql, prefix: String) -> napi::Result<Self> {
+    pub fn native(
+        env: &Env,
+        sql: &NativeSql,
+        prefix: String,
+        contract: String,
+    ) -> napi::Result<Self> {
         Ok(NativeBackend {
-            tables: Arc::new(js::sync(env, Tables::new(&prefix))?),
+            schema: schema_of(env, &prefix, &contract)?,
             pool: Some(sql.handle.clone()),
+            tx: None,
+        })
+    }
+
+    /// A backend whose every unit joins the caller's open native transaction (`inTx`).
+    #[napi(factory)]
+    pub fn joined(
+        env: &Env,
+        tx: &NativeTx,
+        prefix: String,
+        contract: String,
+    ) -> napi::Result<Self> {
+        Ok(NativeBackend {
+            schema: schema_of(env, &prefix, &contract)?,
+            pool: None,
+            tx: Some(tx.inner.clone()),
         })
     }
 
     /// A backend whose every call comes with a `via` bridge to a JS `Sql`.
     #[napi(factory)]
-    pub fn wrapped(env: &Env, prefix: String) -> napi::Result<Self> {
+    pub fn wrapped(env: &Env, prefix: String, contract: String) -> napi::Result<Self> {
         Ok(NativeBackend {
-            tables: Arc::new(js::sync(env, Tables::new(&prefix))?),
+            schema: schema_of(env, &prefix, &contract)?,
             pool: None,
+            tx: None,
         })
     }
 
@@ -401,7 +446,7 @@ impl NativeBackend {
         env: &'env Env,
         run_id: String,
         run_at: i64,
-        priority: i64,
+        priority: Option<i64>,
         via: Option<RunFn>,
     ) -> Answer<'env, ()> {
         unit!(
@@ -414,6 +459,18 @@ impl NativeBackend {
         )
     }
 
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn enqueue_many<'env>(
+        &self,
+        env: &'env Env,
+        requests: Vec<EnqueueArg>,
+        via: Option<RunFn>,
+    ) -> Answer<'env, ()> {
+        unit!(self, env, via, Mode::Autocommit, (requests), |e, t| {
+            queue::enqueue_many(e, t, requests)
+        })
+    }
+
     #[napi(ts_return_type = "Promise<string>")]
     #[allow(clippy::too_many_arguments)]
     pub fn claim<'env>(
@@ -422,6 +479,7 @@ impl NativeBackend {
         at: i64,
         lease_ms: i64,
         limit: i64,
+        names: Option<Vec<String>>,
         id_fn: Option<IdFn>,
         via: Option<RunFn>,
     ) -> Answer<'env, String> {
@@ -431,8 +489,8 @@ impl NativeBackend {
             env,
             via,
             Mode::Transaction,
-            (at, lease_ms, limit, ids),
-            |e, t| queue::claim(e, t, *at, *lease_ms, *limit, ids.as_ref())
+            (at, lease_ms, limit, names, ids),
+            |e, t| queue::claim(e, t, *at, *lease_ms, *limit, names.as_deref(), ids.as_ref())
         )
     }
 
@@ -483,15 +541,122 @@ impl NativeBackend {
         &self,
         env: &'env Env,
         now: i64,
+        names: Option<Vec<String>>,
         via: Option<RunFn>,
     ) -> Answer<'env, String> {
+        unit!(self, env, via, Mode::Autocommit, (now, names), |e, t| {
+            queue::depth(e, t, *now, names.as_deref())
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn due_count<'env>(
+        &self,
+        env: &'env Env,
+        now: i64,
+        names: Option<Vec<String>>,
+        via: Option<RunFn>,
+    ) -> Answer<'env, i64> {
+        unit!(self, env, via, Mode::Autocommit, (now, names), |e, t| {
+            timer::due_count(e, t, *now, names.as_deref())
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<number | null>")]
+    pub fn next_due_at<'env>(
+        &self,
+        env: &'env Env,
+        now: i64,
+        via: Option<RunFn>,
+    ) -> Answer<'env, Option<i64>> {
+        unit!(self, env, via, Mode::Autocommit, (now), |e, t| {
+            timer::next_due_at(e, t, *now)
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn list_crons<'env>(&self, env: &'env Env, via: Option<RunFn>) -> Answer<'env, String> {
+        unit!(self, env, via, Mode::Autocommit, (), |e, t| {
+            store::list_crons(e, t)
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn remove_cron<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        via: Option<RunFn>,
+    ) -> Answer<'env, bool> {
+        unit!(self, env, via, Mode::Autocommit, (name), |e, t| {
+            store::remove_cron(e, t, name)
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn due_cron_count<'env>(
+        &self,
+        env: &'env Env,
+        now: i64,
+        names: Option<Vec<String>>,
+        via: Option<RunFn>,
+    ) -> Answer<'env, i64> {
+        unit!(self, env, via, Mode::Autocommit, (now, names), |e, t| {
+            store::due_cron_count(e, t, *now, names.as_deref())
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn delete_runs<'env>(
+        &self,
+        env: &'env Env,
+        filter: RunSetArg,
+        limit: i64,
+        via: Option<RunFn>,
+    ) -> Answer<'env, i64> {
         unit!(
             self,
             env,
             via,
-            Mode::Autocommit,
-            (now),
-            |e, t| queue::depth(e, t, *now)
+            Mode::Transaction,
+            (filter, limit),
+            |e, t| { store::delete_runs(e, t, filter, *limit) }
+        )
+    }
+
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn cancel_runs<'env>(
+        &self,
+        env: &'env Env,
+        filter: RunSetArg,
+        limit: i64,
+        via: Option<RunFn>,
+    ) -> Answer<'env, i64> {
+        unit!(
+            self,
+            env,
+            via,
+            Mode::Transaction,
+            (filter, limit),
+            |e, t| { store::cancel_runs(e, t, filter, *limit) }
+        )
+    }
+
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn retry_runs<'env>(
+        &self,
+        env: &'env Env,
+        filter: RunSetArg,
+        limit: i64,
+        via: Option<RunFn>,
+    ) -> Answer<'env, i64> {
+        unit!(
+            self,
+            env,
+            via,
+            Mode::Transaction,
+            (filter, limit),
+            |e, t| { store::retry_runs(e, t, filter, *limit) }
         )
     }
 

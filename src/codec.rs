@@ -10,7 +10,11 @@
 //! reads, the JSON writer, and (through `rowShapes()`) the keys JS fills in and turns into Dates.
 
 use crate::error::{Error, Result};
+use crate::schema::Contract;
 use mysql_async::Value;
+use std::sync::OnceLock;
+use Check::{Free, Required};
+use Kind::{Epoch, Int, Json, Text};
 
 /// Integer from a cell (text protocol sends digits; the wrapped path may send numbers).
 pub fn int(v: &Value) -> Option<i64> {
@@ -82,89 +86,131 @@ pub enum Kind {
     Json,
 }
 
-/// One column of a row shape (its name is in `Shape::names`, at the same position).
+/// What the 3.0 contract's strict decoding demands of a cell (2.0.0-alpha.2 reads rows as
+/// they are).
+#[derive(Clone, Copy, Debug)]
+pub enum Check {
+    /// Anything, NULL included.
+    Free,
+    /// Not NULL.
+    Required,
+    /// Not NULL, and one of these.
+    OneOf(&'static [&'static str]),
+    /// NULL, or a JSON object with string `code` and `message` (a `FlowError`).
+    FlowError,
+    /// NULL, JSON `null`, or a JSON array of strings.
+    Tags,
+}
+
+/// One column of a row shape.
 pub struct Col {
+    pub name: &'static str,
     pub key: &'static str,
     pub kind: Kind,
+    pub check: Check,
 }
 
-/// A row shape: its columns in select-list order.
+const fn col(name: &'static str, key: &'static str, kind: Kind, check: Check) -> Col {
+    Col {
+        name,
+        key,
+        kind,
+        check,
+    }
+}
+
+/// A row shape: its columns in select-list order, declared once; the select list and the name
+/// list are derived from them.
 pub struct Shape {
     pub cols: &'static [Col],
-    /// Column names, comma-separated, in order.
-    pub select: &'static str,
-    /// Column names, in order (what the wrapped executor reads out of row objects).
-    pub names: &'static [&'static str],
+    select: OnceLock<String>,
+    names: OnceLock<Vec<&'static str>>,
 }
 
-macro_rules! shape {
-    ($(#[$doc:meta])* $id:ident: $first:literal => $fkey:literal $fkind:ident
-        $(, $col:literal => $key:literal $kind:ident)* $(,)?) => {
-        $(#[$doc])*
-        pub const $id: Shape = Shape {
-            cols: &[
-                Col { key: $fkey, kind: Kind::$fkind },
-                $(Col { key: $key, kind: Kind::$kind },)*
-            ],
-            select: concat!($first $(, ", ", $col)*),
-            names: &[$first $(, $col)*],
-        };
-    };
-}
-
-shape!(
-    /// A `RunRow`.
-    RUN: "id" => "id" Text,
-    "name" => "name" Text,
-    "version" => "version" Int,
-    "status" => "status" Text,
-    "input" => "input" Json,
-    "attempts" => "attempts" Int,
-    "output" => "output" Json,
-    "error" => "error" Json,
-    "idempotency_key" => "idempotencyKey" Text,
-    "tags" => "tags" Json,
-    "parent_run_id" => "parentRunId" Text,
-    "parent_cursor_key" => "parentCursorKey" Text,
-    "depth" => "depth" Int,
-    "created_at" => "createdAt" Epoch,
-);
-
-shape!(
-    /// A `StepOutcome` (the memo of one step).
-    STEP: "status" => "status" Text,
-    "result" => "result" Json,
-    "error" => "error" Json,
-    "attempts" => "attempts" Int,
-    "shape" => "shape" Text,
-);
-
-shape!(
-    /// A signal of a `RunSnapshot`.
-    SIGNAL: "id" => "id" Text,
-    "name" => "name" Text,
-    "payload" => "payload" Json,
-);
-
-shape!(
-    /// A `CronRow`.
-    CRON: "name" => "name" Text,
-    "schedule" => "schedule" Text,
-    "flow_name" => "flowName" Text,
-    "flow_version" => "flowVersion" Int,
-    "input" => "input" Json,
-    "overlap" => "overlap" Text,
-    "next_run_at" => "nextRunAt" Epoch,
-    "last_run_at" => "lastRunAt" Epoch,
-);
-
-/// Every shape JS builds objects of, by name.
-pub const SHAPES: [(&str, &Shape); 4] = [
-    ("run", &RUN),
-    ("step", &STEP),
-    ("signal", &SIGNAL),
-    ("cron", &CRON),
+pub const RUN_STATUSES: &[&str] = &[
+    "pending",
+    "running",
+    "sleeping",
+    "awaiting_signal",
+    "awaiting_child",
+    "retrying",
+    "done",
+    "failed",
+    "canceled",
 ];
+
+/// A `RunRow`.
+pub static RUN: Shape = Shape::new(&[
+    col("id", "id", Text, Required),
+    col("name", "name", Text, Required),
+    col("version", "version", Int, Required),
+    col("status", "status", Text, Check::OneOf(RUN_STATUSES)),
+    col("input", "input", Json, Free),
+    col("attempts", "attempts", Int, Required),
+    col("output", "output", Json, Free),
+    col("error", "error", Json, Check::FlowError),
+    col("idempotency_key", "idempotencyKey", Text, Free),
+    col("tags", "tags", Json, Check::Tags),
+    col("parent_run_id", "parentRunId", Text, Free),
+    col("parent_cursor_key", "parentCursorKey", Text, Free),
+    col("depth", "depth", Int, Required),
+    col("created_at", "createdAt", Epoch, Required),
+]);
+
+/// The columns of a `StepOutcome` (the memo of one step); `call_key` names the `shape` column:
+/// `shape` under 2.0.0-alpha.2, `call` under 3.0.
+const fn step_cols(call_key: &'static str) -> [Col; 5] {
+    [
+        col("status", "status", Text, Check::OneOf(&["ok"])),
+        col("result", "result", Json, Free),
+        col("error", "error", Json, Check::FlowError),
+        col("attempts", "attempts", Int, Required),
+        col("shape", call_key, Text, Free),
+    ]
+}
+
+const STEP_ALPHA2_COLS: [Col; 5] = step_cols("shape");
+const STEP_V3_COLS: [Col; 5] = step_cols("call");
+static STEP_ALPHA2: Shape = Shape::new(&STEP_ALPHA2_COLS);
+static STEP_V3: Shape = Shape::new(&STEP_V3_COLS);
+
+/// The step memo shape of `contract`.
+pub fn step(contract: Contract) -> &'static Shape {
+    if contract.is_v3() {
+        &STEP_V3
+    } else {
+        &STEP_ALPHA2
+    }
+}
+
+/// A signal of a `RunSnapshot`.
+pub static SIGNAL: Shape = Shape::new(&[
+    col("id", "id", Text, Required),
+    col("name", "name", Text, Required),
+    col("payload", "payload", Json, Free),
+]);
+
+/// A `CronRow`.
+pub static CRON: Shape = Shape::new(&[
+    col("name", "name", Text, Required),
+    col("schedule", "schedule", Text, Required),
+    col("flow_name", "flowName", Text, Required),
+    col("flow_version", "flowVersion", Int, Required),
+    col("input", "input", Json, Free),
+    col("overlap", "overlap", Text, Check::OneOf(&["allow", "skip"])),
+    col("next_run_at", "nextRunAt", Epoch, Required),
+    col("last_run_at", "lastRunAt", Epoch, Free),
+]);
+
+/// Every shape JS builds objects of, by name, under `contract`.
+pub fn shapes(contract: Contract) -> [(&'static str, &'static Shape); 4] {
+    [
+        ("run", &RUN),
+        ("step", step(contract)),
+        ("signal", &SIGNAL),
+        ("cron", &CRON),
+    ]
+}
 
 /// One key of a row shape as JS sees it.
 #[napi_derive::napi(object)]
@@ -175,6 +221,34 @@ pub struct ShapeKey {
 }
 
 impl Shape {
+    const fn new(cols: &'static [Col]) -> Self {
+        Shape {
+            cols,
+            select: OnceLock::new(),
+            names: OnceLock::new(),
+        }
+    }
+
+    /// The column names, comma-separated, in order.
+    pub fn select(&self) -> &str {
+        self.select.get_or_init(|| self.names().join(", "))
+    }
+
+    /// The column names, in order (what the wrapped executor reads out of row objects).
+    pub fn names(&self) -> &[&'static str] {
+        self.names
+            .get_or_init(|| self.cols.iter().map(|c| c.name).collect())
+    }
+
+    /// The select list with every column qualified by `alias` (for joins).
+    pub fn select_as(&self, alias: &str) -> String {
+        self.names()
+            .iter()
+            .map(|n| format!("{alias}.{n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// The JSON keys of this shape, in order.
     pub fn keys(&self) -> Vec<ShapeKey> {
         self.cols
@@ -186,19 +260,14 @@ impl Shape {
             .collect()
     }
 
-    /// The select list with every column qualified by `alias` (for joins).
-    pub fn select_as(&self, alias: &str) -> String {
-        self.names
-            .iter()
-            .map(|n| format!("{alias}.{n}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
-    /// Writes the first `cols.len()` cells of `row` as one JSON object (NULL ⇒ key omitted).
-    pub fn write(&self, j: &mut JsonOut, row: &[Value]) {
+    /// Writes the first `cols.len()` cells of `row` as one JSON object (NULL ⇒ key omitted);
+    /// under the 3.0 contract each cell must pass its column's check first.
+    pub fn write(&self, j: &mut JsonOut, row: &[Value], contract: Contract) -> Result<()> {
         j.open_obj();
         for (col, v) in self.cols.iter().zip(row) {
+            if contract.is_v3() {
+                check(col, v)?;
+            }
             match col.kind {
                 Kind::Text => j.str_field(col.key, v),
                 Kind::Int | Kind::Epoch => j.num_field(col.key, v),
@@ -206,17 +275,65 @@ impl Shape {
             }
         }
         j.close_obj();
+        Ok(())
     }
 
     /// Rows as one JSON array.
-    pub fn write_all(&self, rows: &[Vec<Value>]) -> String {
+    pub fn write_all(&self, rows: &[Vec<Value>], contract: Contract) -> Result<String> {
         let mut j = JsonOut::new();
         j.open_arr();
         for r in rows {
-            self.write(&mut j, r);
+            self.write(&mut j, r, contract)?;
         }
         j.close_arr();
-        j.finish()
+        Ok(j.finish())
+    }
+}
+
+/// The 3.0 contract's strict decoding of one cell.
+fn check(col: &Col, v: &Value) -> Result<()> {
+    let bad = |what: &str| {
+        Err(Error::Contract(format!(
+            "a stored row does not decode: column {} {what}",
+            col.name
+        )))
+    };
+    let is_null = matches!(v, Value::NULL);
+    match col.check {
+        Check::Free => Ok(()),
+        Check::Required if is_null => bad("is NULL"),
+        Check::Required => Ok(()),
+        Check::OneOf(_) if is_null => bad("is NULL"),
+        Check::OneOf(allowed) => match text(v) {
+            Some(t) if allowed.contains(&t) => Ok(()),
+            _ => bad(&format!(
+                "holds {:?}, not one of {allowed:?}",
+                string(v).unwrap_or_default()
+            )),
+        },
+        _ if is_null => Ok(()),
+        Check::FlowError => {
+            let parsed = text(v).and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok());
+            let is_error = parsed.as_ref().is_some_and(|e| {
+                e.get("code").is_some_and(serde_json::Value::is_string)
+                    && e.get("message").is_some_and(serde_json::Value::is_string)
+            });
+            if is_error {
+                Ok(())
+            } else {
+                bad("is not a FlowError ({ code, message })")
+            }
+        }
+        Check::Tags => {
+            let parsed = text(v).and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok());
+            match parsed {
+                Some(serde_json::Value::Null) => Ok(()),
+                Some(serde_json::Value::Array(items)) if items.iter().all(|i| i.is_string()) => {
+                    Ok(())
+                }
+                _ => bad("is not an array of strings"),
+            }
+        }
     }
 }
 

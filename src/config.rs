@@ -27,6 +27,10 @@ pub struct PoolConfig {
     /// How long one round trip on an established connection may go unanswered, in ms, before
     /// the call rejects and the connection is closed; default 60 000, 0 = no bound.
     pub query_timeout_ms: Option<i64>,
+    /// Set READ COMMITTED on each new connection (default true). `false` sends no `SET` at all,
+    /// for servers that pin a connection on any session change (PlanetScale/Vitess); their
+    /// default isolation must then be READ COMMITTED.
+    pub set_isolation: Option<bool>,
     /// TLS: `true`/`require` = encrypt; see `SslConfig`.
     pub ssl: Option<SslConfig>,
 }
@@ -140,9 +144,11 @@ pub fn build(cfg: &PoolConfig) -> Result<Settings> {
         .prefer_socket(false)
         .tcp_keepalive(Some(Duration::from_secs(30)))
         .pool_opts(pool_opts)
-        .setup(vec![
-            "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
-        ]);
+        .setup(if cfg.set_isolation.unwrap_or(true) {
+            vec!["SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"]
+        } else {
+            Vec::new()
+        });
     if let Some(sock) = cfg.socket_path.clone().filter(|s| !s.is_empty()) {
         b = b.socket(Some(sock));
     }

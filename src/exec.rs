@@ -223,7 +223,7 @@ pub async fn release<T>(conn: Conn, outcome: &Result<T>) {
     }
 }
 
-/// Renders each statement (with an optional leading `BEGIN`) into its own text.
+/// Renders each statement (with an optional opening `BEGIN` / savepoint) into its own text.
 fn render(prefix: Option<&str>, stmts: &[Stmt], mode: literal::Escaping) -> Result<Vec<String>> {
     let mut parts = Vec::with_capacity(stmts.len() + 1);
     parts.extend(prefix.map(str::to_string));
@@ -290,8 +290,33 @@ async fn send(conn: &mut Conn, text: String, expect: usize) -> Result<Vec<Outcom
 pub struct NativeExec<'a> {
     conn: &'a mut Conn,
     handle: &'a Arc<PoolHandle>,
-    in_tx: bool,
+    /// What the first batch opens with: `BEGIN` for a transaction, a savepoint for a unit joined
+    /// to a caller's transaction (`inTx`), nothing for autocommit statements.
+    opening: Option<&'static str>,
+    /// Whether `opening` was sent.
     begun: bool,
+}
+
+/// The savepoint a unit joined to a caller's transaction starts with, and how a failing unit
+/// goes back to it, so that it leaves nothing of itself behind in that transaction.
+const UNIT_SAVEPOINT: &str = "SAVEPOINT ifw_unit";
+pub const UNIT_UNDO: &str = "ROLLBACK TO SAVEPOINT ifw_unit";
+
+impl<'a> NativeExec<'a> {
+    /// An executor for a unit joined to the transaction open on `conn` (see `opening`).
+    pub fn joined(conn: &'a mut Conn, handle: &'a Arc<PoolHandle>) -> Self {
+        NativeExec {
+            conn,
+            handle,
+            opening: Some(UNIT_SAVEPOINT),
+            begun: false,
+        }
+    }
+
+    /// Whether the opening statement (BEGIN or the savepoint) went to the server.
+    pub fn begun(&self) -> bool {
+        self.begun
+    }
 }
 
 impl NativeExec<'_> {
@@ -299,10 +324,10 @@ impl NativeExec<'_> {
         if stmts.is_empty() {
             return Ok(Vec::new());
         }
-        let begin = self.in_tx && !self.begun;
+        let begin = self.opening.is_some() && !self.begun;
         let n = stmts.len();
         let mode = literal::escaping_of(self.conn);
-        let parts = render(begin.then_some("BEGIN"), &stmts, mode)?;
+        let parts = render(self.opening.filter(|_| begin), &stmts, mode)?;
         let max = self.handle.max_packet.load(Ordering::Relaxed);
         // Leave room for the packet header and the server's own bookkeeping.
         let limit = if max > 0 {
@@ -397,7 +422,7 @@ where
         let mut exec = NativeExec {
             conn: &mut conn,
             handle,
-            in_tx: false,
+            opening: None,
             begun: false,
         };
         let result = body(&mut exec).await;
@@ -425,7 +450,7 @@ where
         let mut exec = NativeExec {
             conn: &mut conn,
             handle,
-            in_tx: true,
+            opening: Some("BEGIN"),
             begun: false,
         };
         let result = body(&mut exec).await;
@@ -451,11 +476,18 @@ where
     }
 }
 
-/// Counts a re-run and waits a little longer each time, so that contenders spread out.
+/// Counts a re-run and waits a random time, up to twice as long each attempt (capped), so that
+/// contenders spread out instead of colliding again in step — on Galera, writers on every node
+/// race for the same rows at the head of the queue.
 async fn backoff(handle: &PoolHandle, attempt: u32) {
     handle.retries.fetch_add(1, Ordering::Relaxed);
-    tokio::time::sleep(Duration::from_millis(u64::from(attempt) * 2)).await;
+    let ceiling = (2u64 << attempt.min(6)).min(MAX_BACKOFF_MS);
+    let jitter = (uuid::Uuid::new_v4().as_u128() % u128::from(ceiling)) as u64;
+    tokio::time::sleep(Duration::from_millis(1 + jitter)).await;
 }
+
+/// The longest wait between two attempts of a unit, ms.
+const MAX_BACKOFF_MS: u64 = 100;
 
 #[cfg(test)]
 mod tests {

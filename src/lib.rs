@@ -28,28 +28,43 @@ mod timer;
 use napi::Env;
 use napi_derive::napi;
 
-/// The six DDL statements for `prefix` (throws on a bad prefix).
+/// The DDL statements for `prefix` under `contract` (throws on a bad prefix or contract).
 #[napi(js_name = "ddl")]
-pub fn ddl_js(env: &Env, prefix: Option<String>) -> napi::Result<Vec<String>> {
-    js::sync(env, schema::ddl(prefix.as_deref().unwrap_or("")))
+pub fn ddl_js(env: &Env, prefix: String, contract: String) -> napi::Result<Vec<String>> {
+    let ddl = schema::Contract::parse(&contract).and_then(|c| schema::ddl(&prefix, c));
+    js::sync(env, ddl)
+}
+
+/// What `applySchema` runs for `prefix` under `contract` (see `schema::plan`).
+#[napi]
+pub fn schema_plan(
+    env: &Env,
+    prefix: String,
+    contract: String,
+) -> napi::Result<schema::SchemaPlan> {
+    let plan = schema::Contract::parse(&contract).and_then(|c| schema::plan(&prefix, c));
+    js::sync(env, plan)
 }
 
 /// The six back-quoted table names for `prefix` (throws on a bad prefix).
 #[napi]
 pub fn table_names(env: &Env, prefix: String) -> napi::Result<schema::TableNames> {
-    js::sync(
-        env,
-        schema::Tables::new(&prefix).map(schema::TableNames::from),
-    )
+    let schema = schema::Schema::new(&prefix, schema::Contract::Alpha2);
+    js::sync(env, schema.map(schema::TableNames::from))
 }
 
-/// Every row shape JS builds objects of: `{ run: [{ key, date }], step: …, signal: …, cron: … }`.
+/// Every row shape JS builds objects of under `contract`:
+/// `{ run: [{ key, date }], step: …, signal: …, cron: … }`.
 #[napi]
-pub fn row_shapes() -> std::collections::HashMap<String, Vec<codec::ShapeKey>> {
-    codec::SHAPES
+pub fn row_shapes(
+    env: &Env,
+    contract: String,
+) -> napi::Result<std::collections::HashMap<String, Vec<codec::ShapeKey>>> {
+    let contract = js::sync(env, schema::Contract::parse(&contract))?;
+    Ok(codec::shapes(contract)
         .iter()
         .map(|(name, shape)| (name.to_string(), shape.keys()))
-        .collect()
+        .collect())
 }
 
 /// Sizes the tokio runtime napi runs our futures on. Work per call is tiny (render a batch,

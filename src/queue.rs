@@ -1,49 +1,89 @@
 //! Queue port: leased jobs with `FOR UPDATE SKIP LOCKED` claims (docs/contract.md, "Queue").
 
+use crate::args::EnqueueArg;
 use crate::codec::{i, int, req_int, s, string, JsonOut};
 use crate::error::{Error, Result};
 use crate::exec::{Exec, Stmt};
 use crate::jsexec::JsIds;
 use crate::literal::holes;
-use crate::schema::Tables;
+use crate::schema::Schema;
 use crate::statements;
 
-/// `enqueue`: upsert; an active lease is never touched.
+/// `enqueue`: upsert; an active lease is never touched. Without a priority, 2.0.0-alpha.2
+/// stores 0 and 3.0 the run's own priority.
 pub async fn enqueue<E: Exec>(
     e: &mut E,
-    t: &Tables,
+    t: &Schema,
     run_id: &str,
     run_at: i64,
-    priority: i64,
+    priority: Option<i64>,
 ) -> Result<()> {
     e.batch(vec![statements::enqueue(t, run_id, run_at, priority)])
         .await?;
     Ok(())
 }
 
+/// `enqueueMany` (3.0): one upsert per distinct run (its last request), in multi-row statements.
+pub async fn enqueue_many<E: Exec>(e: &mut E, t: &Schema, requests: &[EnqueueArg]) -> Result<()> {
+    let distinct = statements::distinct(requests.iter().map(|r| statements::Enqueue {
+        run_id: &r.run_id,
+        run_at: r.run_at,
+        priority: r.priority,
+    }));
+    e.batch(statements::enqueue_many(t, &distinct, false))
+        .await?;
+    Ok(())
+}
+
+/// `AND` a job's run is one of the flows `names` — or has no run row (3.0's `names` filter).
+/// A subquery rather than a join: a locking read does not lock the rows of its subqueries, so
+/// only job rows are locked (the form MySQL writes as `FOR UPDATE OF j`).
+fn of_flows(
+    t: &Schema,
+    alias: &str,
+    names: Option<&[String]>,
+) -> (String, Vec<mysql_async::Value>) {
+    match names {
+        None => (String::new(), Vec::new()),
+        Some(names) => (
+            format!(
+                " AND NOT EXISTS (SELECT 1 FROM {} r WHERE r.id = {alias}.run_id AND r.name NOT IN {})",
+                t.run,
+                holes(names.len())
+            ),
+            names.iter().map(|n| s(n)).collect(),
+        ),
+    }
+}
+
 /// `claim`: lock up to `limit` due jobs, then lease them all with ONE set-based UPDATE (the
 /// caller makes it one transaction).
 /// Token first halves come from the user's `id` option when given (one JS call for exactly the
 /// rows picked), otherwise v4 UUIDs are made here.
+#[allow(clippy::too_many_arguments)]
 pub async fn claim<E: Exec>(
     e: &mut E,
-    t: &Tables,
+    t: &Schema,
     at: i64,
     lease_ms: i64,
     limit: i64,
+    names: Option<&[String]>,
     ids: Option<&JsIds>,
 ) -> Result<String> {
+    let (flows, flow_params) = of_flows(t, "j", names);
+    let mut params = vec![i(at), i(at)];
+    params.extend(flow_params);
+    params.push(i(limit));
     let picked = e
-        .batch(
-            vec![Stmt::query(
-                format!(
-                    "SELECT run_id, version FROM {} WHERE run_at <= ? AND (lease_expires IS NULL OR lease_expires <= ?) \
-                     ORDER BY priority, run_at LIMIT ? FOR UPDATE SKIP LOCKED",
-                    t.job
-                ),
-                vec![i(at), i(at), i(limit)],
-                &["run_id", "version"],
-            )])
+        .batch(vec![Stmt::query(
+            format!(
+                "SELECT run_id, version FROM {} j WHERE run_at <= ? AND (lease_expires IS NULL OR lease_expires <= ?){flows} \
+                 ORDER BY priority, run_at LIMIT ? FOR UPDATE SKIP LOCKED",
+                t.job
+            ),
+            params,
+            &["run_id", "version"],
+        )])
         .await?;
     let rows = &picked[0].rows;
     let mut j = JsonOut::new();
@@ -111,7 +151,7 @@ fn lease_token(first_half: &str, run_id: &str) -> String {
 /// `heartbeat`: extend a live lease; a lost or expired lease is an error.
 pub async fn heartbeat<E: Exec>(
     e: &mut E,
-    t: &Tables,
+    t: &Schema,
     run_id: &str,
     token: &str,
     at: i64,
@@ -135,7 +175,7 @@ pub async fn heartbeat<E: Exec>(
 /// `ack`: delete the job if it was untouched during the lease, else release it. Never an error.
 pub async fn ack<E: Exec>(
     e: &mut E,
-    t: &Tables,
+    t: &Schema,
     run_id: &str,
     token: &str,
     version: i64,
@@ -168,18 +208,25 @@ pub async fn ack<E: Exec>(
     Ok(())
 }
 
-/// `depth`: claimable / leased counts and the oldest claimable age, aggregated in SQL.
-pub async fn depth<E: Exec>(e: &mut E, t: &Tables, now: i64) -> Result<String> {
+/// `depth`: claimable / leased counts and the oldest claimable age, aggregated in SQL; with
+/// `names` (3.0) over the jobs of those flows.
+pub async fn depth<E: Exec>(
+    e: &mut E,
+    t: &Schema,
+    now: i64,
+    names: Option<&[String]>,
+) -> Result<String> {
+    let (flows, flow_params) = of_flows(t, "j", names);
     let claimable = "run_at <= ? AND (lease_expires IS NULL OR lease_expires <= ?)";
     let out = e
         .batch(vec![Stmt::query(
             format!(
                 "SELECT COALESCE(SUM(CASE WHEN {claimable} THEN 1 ELSE 0 END), 0) AS claimable, \
                      COALESCE(SUM(CASE WHEN lease_expires > ? THEN 1 ELSE 0 END), 0) AS leased, \
-                     MIN(CASE WHEN {claimable} THEN run_at END) AS oldest FROM {}",
+                     MIN(CASE WHEN {claimable} THEN run_at END) AS oldest FROM {} j WHERE 1 = 1{flows}",
                 t.job
             ),
-            vec![i(now), i(now), i(now), i(now), i(now)],
+            [vec![i(now), i(now), i(now), i(now), i(now)], flow_params].concat(),
             &["claimable", "leased", "oldest"],
         )])
         .await?;

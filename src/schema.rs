@@ -1,17 +1,49 @@
-//! Table names and the DDL of the on-disk format (identical to `@iterativeflow/mysql`
-//! 2.0.0-alpha.2, so databases are interchangeable in both directions).
+//! The schema a backend works on: table names, the contract it follows, and the DDL of the
+//! on-disk format. Under the default 2.0.0-alpha.2 contract the six tables are byte for byte the
+//! JavaScript package's; the 3.0.0 layout adds `run.priority`, `signal.consumed` and the
+//! `pending_work(flow_names, as_of)` function, and `applySchema` (lib/schema.js) brings an
+//! alpha.2 database there in place with the migrations listed here.
 
 use crate::error::{Error, Result};
 
-/// Back-quoted table identifiers for one prefix.
+/// Which published contract a backend follows (behaviour and table layout).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Contract {
+    /// `@iterativeflow/mysql` 2.0.0-alpha.2 (the default).
+    Alpha2,
+    /// `@iterativeflow/mysql` 3.0.0 (which includes what 2.5.0 added).
+    V3,
+}
+
+impl Contract {
+    /// The contract named `name` (`'2.0.0-alpha.2'` or `'3.0.0'`).
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "2.0.0-alpha.2" => Ok(Contract::Alpha2),
+            "3.0.0" => Ok(Contract::V3),
+            other => Err(Error::Invalid(format!(
+                "contract must be '2.0.0-alpha.2' or '3.0.0', got {other:?}"
+            ))),
+        }
+    }
+
+    pub fn is_v3(self) -> bool {
+        self == Contract::V3
+    }
+}
+
+/// Back-quoted table (and function) identifiers for one prefix, and the contract they follow.
 #[derive(Clone, Debug)]
-pub struct Tables {
+pub struct Schema {
     pub run: String,
     pub step: String,
     pub job: String,
     pub timer: String,
     pub signal: String,
     pub cron: String,
+    /// The 3.0 layout's backlog function.
+    pub pending_work: String,
+    pub contract: Contract,
 }
 
 /// The six table names as JS sees them (`tables(prefix)`).
@@ -25,8 +57,8 @@ pub struct TableNames {
     pub cron: String,
 }
 
-impl From<Tables> for TableNames {
-    fn from(t: Tables) -> Self {
+impl From<Schema> for TableNames {
+    fn from(t: Schema) -> Self {
         TableNames {
             run: t.run,
             step: t.step,
@@ -53,26 +85,140 @@ pub fn check_prefix(prefix: &str) -> Result<()> {
     }
 }
 
-impl Tables {
-    /// Validates `prefix` and renders the six table names.
-    pub fn new(prefix: &str) -> Result<Self> {
+impl Schema {
+    /// Validates `prefix` and renders the names.
+    pub fn new(prefix: &str, contract: Contract) -> Result<Self> {
         check_prefix(prefix)?;
         let q = |base: &str| format!("`{prefix}{base}`");
-        Ok(Tables {
+        Ok(Schema {
             run: q("run"),
             step: q("step"),
             job: q("job"),
             timer: q("timer"),
             signal: q("signal"),
             cron: q("cron"),
+            pending_work: q("pending_work"),
+            contract,
         })
     }
 }
 
-/// The six `CREATE TABLE IF NOT EXISTS` statements, in the order run, step, job, timer, signal, cron.
-pub fn ddl(prefix: &str) -> Result<Vec<String>> {
-    let t = Tables::new(prefix)?;
-    Ok(vec![
+/// A column the 3.0 layout adds to an existing table.
+#[napi_derive::napi(object)]
+pub struct Migration {
+    /// The table name as `information_schema` spells it.
+    pub table_name: String,
+    pub column: String,
+    /// `ALTER TABLE … ADD COLUMN …`, placing the column where a fresh 3.0 table has it.
+    pub add: String,
+}
+
+/// The schema steps `applySchema` takes for one prefix and contract (lib/schema.js runs them).
+#[napi_derive::napi(object)]
+pub struct SchemaPlan {
+    /// `CREATE TABLE IF NOT EXISTS` statements, in order.
+    pub tables: Vec<String>,
+    /// Columns to add where an older layout lacks them.
+    pub columns: Vec<Migration>,
+    /// The `pending_work` function (3.0): dropped then created (MySQL), or replaced in one
+    /// statement (MariaDB's `CREATE OR REPLACE`, so no caller ever finds it missing).
+    pub drop_function: Option<String>,
+    pub create_function: Option<String>,
+    pub replace_function: Option<String>,
+}
+
+/// What `applySchema` does for `prefix` under `contract`.
+pub fn plan(prefix: &str, contract: Contract) -> Result<SchemaPlan> {
+    let t = Schema::new(prefix, contract)?;
+    let tables = tables_ddl(&t);
+    if !contract.is_v3() {
+        return Ok(SchemaPlan {
+            tables,
+            columns: Vec::new(),
+            drop_function: None,
+            create_function: None,
+            replace_function: None,
+        });
+    }
+    let column = |table: &str, base: &str, column: &str, definition: &str, after: &str| Migration {
+        table_name: format!("{prefix}{base}"),
+        column: column.into(),
+        add: format!("ALTER TABLE {table} ADD COLUMN {column} {definition} AFTER {after}"),
+    };
+    let create = pending_work(&t);
+    Ok(SchemaPlan {
+        tables,
+        columns: vec![
+            column(&t.signal, "signal", "consumed", CONSUMED, "idem_key"),
+            column(&t.run, "run", "priority", PRIORITY, "join_remaining"),
+        ],
+        drop_function: Some(format!("DROP FUNCTION IF EXISTS {}", t.pending_work)),
+        replace_function: Some(create.replacen("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)),
+        create_function: Some(create),
+    })
+}
+
+/// The column definitions the 3.0 layout adds.
+const PRIORITY: &str = "INT NOT NULL DEFAULT 0";
+const CONSUMED: &str = "TINYINT(1) NOT NULL DEFAULT 0";
+
+/// `ddl(prefix)`: the tables; under 3.0 also the function (dropped, then created), as the
+/// JavaScript 3.0 package lists it.
+pub fn ddl(prefix: &str, contract: Contract) -> Result<Vec<String>> {
+    let t = Schema::new(prefix, contract)?;
+    let mut out = tables_ddl(&t);
+    if contract.is_v3() {
+        out.push(format!("DROP FUNCTION IF EXISTS {}", t.pending_work));
+        out.push(pending_work(&t));
+    }
+    Ok(out)
+}
+
+/// The backlog an autoscaler can poll with one SQL call: due unleased jobs + due timers + due
+/// crons; `flow_names` (a JSON array) restricts the count to those flows — a job or timer whose
+/// run row is missing still counts, an empty array counts nothing, NULL counts everything.
+fn pending_work(t: &Schema) -> String {
+    let wanted = |name: &str| format!("JSON_CONTAINS(flow_names, JSON_QUOTE({name}))");
+    let of_flows = |alias: &str| {
+        format!(
+            "(flow_names IS NULL OR (JSON_LENGTH(flow_names) > 0 AND \
+             COALESCE((SELECT {} FROM {} r WHERE r.id = {alias}.run_id), 1)))",
+            wanted("r.name"),
+            t.run
+        )
+    };
+    format!(
+        "CREATE FUNCTION {f}(flow_names JSON, as_of BIGINT) RETURNS BIGINT READS SQL DATA\n\
+         RETURN (SELECT COUNT(*) FROM {job} j WHERE j.run_at <= as_of \
+         AND (j.lease_expires IS NULL OR j.lease_expires <= as_of) AND {jobs})\n\
+         + (SELECT COUNT(*) FROM {timer} tm WHERE tm.fire_at <= as_of AND {timers})\n\
+         + (SELECT COUNT(*) FROM {cron} c WHERE c.next_run_at <= as_of \
+         AND (flow_names IS NULL OR {crons}))",
+        f = t.pending_work,
+        job = t.job,
+        timer = t.timer,
+        cron = t.cron,
+        jobs = of_flows("j"),
+        timers = of_flows("tm"),
+        crons = wanted("c.flow_name"),
+    )
+}
+
+/// The six `CREATE TABLE IF NOT EXISTS` statements, in the order run, step, job, timer, signal,
+/// cron; the 3.0 layout has `run.priority` and `signal.consumed` in them.
+fn tables_ddl(t: &Schema) -> Vec<String> {
+    let v3 = t.contract.is_v3();
+    let priority = if v3 {
+        format!("\n      priority          {PRIORITY},")
+    } else {
+        String::new()
+    };
+    let consumed = if v3 {
+        format!("\n      consumed {CONSUMED},")
+    } else {
+        String::new()
+    };
+    vec![
         format!(
             "CREATE TABLE IF NOT EXISTS {} (
       id                VARCHAR(191) PRIMARY KEY,
@@ -89,7 +235,7 @@ pub fn ddl(prefix: &str) -> Result<Vec<String>> {
       parent_run_id     VARCHAR(191),
       parent_cursor_key VARCHAR(191),
       depth             INT NOT NULL DEFAULT 0,
-      join_remaining    INT NOT NULL DEFAULT 0,
+      join_remaining    INT NOT NULL DEFAULT 0,{priority}
       created_at        BIGINT NOT NULL,
       UNIQUE KEY run_idem (name, version, idempotency_key),
       KEY run_created (created_at),
@@ -138,7 +284,7 @@ pub fn ddl(prefix: &str) -> Result<Vec<String>> {
       run_id   VARCHAR(191) NOT NULL,
       name     VARCHAR(191) NOT NULL,
       payload  LONGTEXT,
-      idem_key VARCHAR(191),
+      idem_key VARCHAR(191),{consumed}
       KEY signal_inbox (run_id, seq),
       UNIQUE KEY signal_idem (run_id, idem_key)
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
@@ -158,7 +304,7 @@ pub fn ddl(prefix: &str) -> Result<Vec<String>> {
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
             t.cron
         ),
-    ])
+    ]
 }
 
 #[cfg(test)]
@@ -176,9 +322,26 @@ mod tests {
 
     #[test]
     fn tables_are_quoted_and_prefixed() {
-        let t = Tables::new("app_").unwrap();
+        let t = Schema::new("app_", Contract::Alpha2).unwrap();
         assert_eq!(t.signal, "`app_signal`");
-        assert_eq!(ddl("p_").unwrap().len(), 6);
-        assert!(ddl("p_").unwrap()[4].starts_with("CREATE TABLE IF NOT EXISTS `p_signal` ("));
+        let alpha2 = ddl("p_", Contract::Alpha2).unwrap();
+        assert_eq!(alpha2.len(), 6);
+        assert!(alpha2[4].starts_with("CREATE TABLE IF NOT EXISTS `p_signal` ("));
+        assert!(!alpha2[0].contains("priority") && !alpha2[4].contains("consumed"));
+    }
+
+    #[test]
+    fn the_3_0_layout_adds_two_columns_and_the_function() {
+        let v3 = ddl("p_", Contract::V3).unwrap();
+        assert_eq!(v3.len(), 8);
+        assert!(v3[0].contains("join_remaining    INT NOT NULL DEFAULT 0,\n      priority          INT NOT NULL DEFAULT 0,\n      created_at"));
+        assert!(
+            v3[4].contains("idem_key VARCHAR(191),\n      consumed TINYINT(1) NOT NULL DEFAULT 0,")
+        );
+        assert_eq!(v3[6], "DROP FUNCTION IF EXISTS `p_pending_work`");
+        assert!(
+            v3[7].starts_with("CREATE FUNCTION `p_pending_work`(flow_names JSON, as_of BIGINT)")
+        );
+        assert_eq!(plan("p_", Contract::V3).unwrap().columns.len(), 2);
     }
 }

@@ -327,10 +327,10 @@ impl NativeSql {
 /// the statements that followed on their own, so `commit()` rolls back and rejects instead.
 #[napi]
 pub struct NativeTx {
-    inner: Arc<TxInner>,
+    pub(crate) inner: Arc<TxInner>,
 }
 
-struct TxInner {
+pub struct TxInner {
     state: Mutex<TxState>,
     pending: Pending,
     handle: Arc<PoolHandle>,
@@ -343,11 +343,20 @@ struct TxState {
     ended_by: Option<Error>,
 }
 
-/// Statements issued but not finished; `commit()` waits for zero.
+/// Statements and joined backend calls issued but not finished; `commit()` waits for zero.
 #[derive(Default)]
 struct Pending {
     count: std::sync::atomic::AtomicUsize,
     idle: tokio::sync::Notify,
+}
+
+/// One issued call, counted in `Pending` until dropped.
+pub struct PendingCall(Arc<TxInner>);
+
+impl Drop for PendingCall {
+    fn drop(&mut self) {
+        self.0.pending.leave();
+    }
 }
 
 impl Pending {
@@ -371,6 +380,54 @@ impl Pending {
 }
 
 impl TxInner {
+    /// Counts a call issued now (on the JS thread) until the returned guard is dropped.
+    pub fn issue(self: &Arc<Self>) -> PendingCall {
+        self.pending.enter();
+        PendingCall(self.clone())
+    }
+
+    /// Runs a backend unit inside this transaction (`inTx`): on its connection, after the
+    /// statements issued before it, opening with a savepoint. A unit that fails goes back to
+    /// its savepoint, so the caller's transaction holds nothing of it and may still commit;
+    /// one whose failure ended the transaction (a deadlock, a lost connection) ends it here too.
+    pub async fn joined<T, F>(&self, body: F) -> Result<T>
+    where
+        F: for<'a, 'b> FnOnce(&'a mut exec::NativeExec<'b>) -> exec::BoxFut<'a, T>,
+    {
+        let mut st = self.state.lock().await;
+        if let Some(e) = &st.ended_by {
+            return Err(ended_early(e));
+        }
+        let c = st.conn.as_mut().ok_or_else(finished)?;
+        let mut ex = exec::NativeExec::joined(c, &self.handle);
+        let result = body(&mut ex).await;
+        let begun = ex.begun();
+        if let Err(e) = &result {
+            self.after_failure(&mut st, e).await;
+            if begun && st.ended_by.is_none() {
+                if let Some(c) = st.conn.as_mut() {
+                    let undone = exec::finish(&self.handle, c, exec::UNIT_UNDO).await;
+                    if let Err(u) = undone {
+                        self.after_failure(&mut st, &u).await;
+                    }
+                }
+            }
+        }
+        result.map_err(|e| self.handle.redact(e))
+    }
+
+    /// Records a failure that ended the transaction, discarding a connection it left unusable.
+    async fn after_failure(&self, st: &mut TxState, e: &Error) {
+        if e.ends_transaction() {
+            st.ended_by = Some(e.clone());
+            if e.is_connection() {
+                if let Some(conn) = st.conn.take() {
+                    exec::discard(conn).await;
+                }
+            }
+        }
+    }
+
     async fn run(&self, sql: String, params: Vec<Param>) -> Result<Outcome> {
         let mut st = self.state.lock().await;
         if let Some(e) = &st.ended_by {
@@ -379,14 +436,7 @@ impl TxInner {
         let c = st.conn.as_mut().ok_or_else(finished)?;
         let result = run_bounded(&self.handle, c, &sql, &params).await;
         if let Err(e) = &result {
-            if e.ends_transaction() {
-                st.ended_by = Some(e.clone());
-                if e.is_connection() {
-                    if let Some(conn) = st.conn.take() {
-                        exec::discard(conn).await;
-                    }
-                }
-            }
+            self.after_failure(&mut st, e).await;
         }
         result.map_err(|e| self.handle.redact(e))
     }
@@ -441,10 +491,10 @@ impl NativeTx {
         let inner = self.inner.clone();
         // Called by `spawn_statement` on the JS thread once the parameters were accepted.
         move |text, params| {
-            inner.pending.enter();
+            let issued = inner.issue();
             Box::pin(async move {
                 let result = inner.run(text, params).await;
-                inner.pending.leave();
+                drop(issued);
                 result
             })
         }

@@ -8,12 +8,13 @@
 //! run on different sessions) the plain statements follow the write only once it is known to
 //! have won — the statements the JavaScript package sends.
 
-use crate::args::{OutboxArg, SpecArg};
+use crate::args::{EnqueueArg, OutboxArg, SpawnArg, SpecArg};
 use crate::codec::{i, int, opt_s, s};
 use crate::error::{Error, Result};
 use crate::exec::{Exec, Outcome, Stmt};
 use crate::literal::holes;
-use crate::schema::Tables;
+use crate::schema::Schema;
+use mysql_async::Value;
 
 /// The session variable that carries "the guarding write won" between statements.
 pub const WON: &str = "@ifw_won";
@@ -28,11 +29,18 @@ pub fn capture_won(condition: &str) -> Stmt {
     )
 }
 
-const RUN_COLS: &str = "(id, name, version, status, input, idempotency_key, tags, parent_run_id, parent_cursor_key, depth, created_at)";
+/// The columns of a new run row; the 3.0 layout adds `priority`.
+fn run_cols(t: &Schema) -> &'static str {
+    if t.contract.is_v3() {
+        "(id, name, version, status, input, idempotency_key, tags, parent_run_id, parent_cursor_key, depth, priority, created_at)"
+    } else {
+        "(id, name, version, status, input, idempotency_key, tags, parent_run_id, parent_cursor_key, depth, created_at)"
+    }
+}
 
-/// Parameters of a new `pending` run row, in `RUN_COLS` order after `status`.
-pub fn run_params(run_id: &str, spec: &SpecArg) -> Vec<mysql_async::Value> {
-    vec![
+/// Parameters of a new `pending` run row, in `run_cols` order after `status`.
+fn run_params(t: &Schema, run_id: &str, spec: &SpecArg) -> Vec<Value> {
+    let mut p = vec![
         s(run_id),
         s(&spec.name),
         i(spec.version),
@@ -42,66 +50,176 @@ pub fn run_params(run_id: &str, spec: &SpecArg) -> Vec<mysql_async::Value> {
         opt_s(spec.parent_run_id.as_deref()),
         opt_s(spec.parent_cursor_key.as_deref()),
         i(spec.depth),
-        i(spec.created_at),
-    ]
+    ];
+    if t.contract.is_v3() {
+        p.push(i(spec.priority));
+    }
+    p.push(i(spec.created_at));
+    p
+}
+
+/// `?` holes for the values of a new run after its literal `'pending'` status.
+fn run_holes(t: &Schema) -> &'static str {
+    if t.contract.is_v3() {
+        "?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?"
+    } else {
+        "?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?"
+    }
 }
 
 /// `INSERT [IGNORE] INTO run … VALUES (…)` for a new pending run.
-pub fn insert_run(t: &Tables, ignore: bool, run_id: &str, spec: &SpecArg) -> Stmt {
+pub fn insert_run(t: &Schema, ignore: bool, run_id: &str, spec: &SpecArg) -> Stmt {
     let verb = if ignore { "INSERT IGNORE" } else { "INSERT" };
     Stmt::exec(
         format!(
-            "{verb} INTO {} {RUN_COLS} VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)",
-            t.run
+            "{verb} INTO {} {} VALUES ({})",
+            t.run,
+            run_cols(t),
+            run_holes(t)
         ),
-        run_params(run_id, spec),
+        run_params(t, run_id, spec),
     )
 }
 
 const ENQUEUE_CONFLICT: &str =
     "ON DUPLICATE KEY UPDATE run_at = VALUES(run_at), priority = VALUES(priority), version = version + 1";
 
-/// The queue upsert (an active lease is never touched; a re-enqueue bumps `version`), unguarded.
-pub fn enqueue(t: &Tables, run_id: &str, run_at: i64, priority: i64) -> Stmt {
-    Stmt::exec(
-        format!("INSERT INTO {} (run_id, run_at, priority, version) VALUES (?, ?, ?, 1) {ENQUEUE_CONFLICT}", t.job),
-        vec![s(run_id), i(run_at), i(priority)],
-    )
+/// How many rows one multi-row queue upsert carries at most.
+const ENQUEUE_ROWS: usize = 1000;
+
+/// One queue upsert request: run, due time, priority (`None` = the default of the contract).
+pub struct Enqueue<'a> {
+    pub run_id: &'a str,
+    pub run_at: i64,
+    pub priority: Option<i64>,
 }
 
-/// The queue upsert, guarded (applied only when the won flag holds) or plain.
-pub fn enqueue_guarded(
-    t: &Tables,
-    run_id: &str,
-    run_at: i64,
-    priority: i64,
-    guarded: bool,
-) -> Stmt {
-    if !guarded {
-        return enqueue(t, run_id, run_at, priority);
+/// One request per run: in order of first appearance, each holding its run's LAST request
+/// (a multi-row upsert naming a run twice would bump its job version twice).
+pub fn distinct<'a>(requests: impl IntoIterator<Item = Enqueue<'a>>) -> Vec<Enqueue<'a>> {
+    let mut out: Vec<Enqueue<'a>> = Vec::new();
+    let mut at = std::collections::HashMap::new();
+    for r in requests {
+        match at.get(r.run_id) {
+            Some(&n) => out[n] = r,
+            None => {
+                at.insert(r.run_id, out.len());
+                out.push(r);
+            }
+        }
     }
-    Stmt::exec(
-        format!(
-            "INSERT INTO {} (run_id, run_at, priority, version) SELECT ?, ?, ?, 1 FROM DUAL WHERE {WON} = 1 {ENQUEUE_CONFLICT}",
-            t.job
+    out
+}
+
+/// The priority expression of one request and its parameters: 2.0.0-alpha.2 stores the given
+/// priority (0 when absent); 3.0 inherits the run's own priority when none is given.
+fn priority_of(t: &Schema, e: &Enqueue) -> (String, Vec<Value>) {
+    if !t.contract.is_v3() {
+        return ("?".into(), vec![i(e.priority.unwrap_or(0))]);
+    }
+    match e.priority {
+        Some(p) => ("?".into(), vec![i(p)]),
+        None => (
+            format!("COALESCE((SELECT priority FROM {} WHERE id = ?), 0)", t.run),
+            vec![s(e.run_id)],
         ),
-        vec![s(run_id), i(run_at), i(priority)],
-    )
+    }
+}
+
+/// The queue upserts for `requests` (an active lease is never touched; a re-enqueue bumps
+/// `version`): one multi-row statement per `ENQUEUE_ROWS` requests, each applied only when the
+/// won flag holds if `guarded`. Callers pass distinct runs (`distinct`).
+pub fn enqueue_many(t: &Schema, requests: &[Enqueue], guarded: bool) -> Vec<Stmt> {
+    requests
+        .chunks(ENQUEUE_ROWS)
+        .map(|chunk| {
+            let mut params = Vec::with_capacity(chunk.len() * 3);
+            let mut rows = Vec::with_capacity(chunk.len());
+            for e in chunk {
+                let (priority, mut p) = priority_of(t, e);
+                params.push(s(e.run_id));
+                params.push(i(e.run_at));
+                params.append(&mut p);
+                rows.push(priority);
+            }
+            let text = if guarded {
+                // A derived table of the rows, kept only when the guard holds; its columns are
+                // named apart from the job's so that `version` below means the job's.
+                let select = rows
+                    .iter()
+                    .enumerate()
+                    .map(|(n, p)| {
+                        if n == 0 {
+                            format!("SELECT ? AS q_run, ? AS q_at, {p} AS q_priority")
+                        } else {
+                            format!("SELECT ?, ?, {p}")
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" UNION ALL ");
+                format!(
+                    "INSERT INTO {} (run_id, run_at, priority, version) SELECT q_run, q_at, q_priority, 1 FROM ({select}) q WHERE {WON} = 1 {ENQUEUE_CONFLICT}",
+                    t.job
+                )
+            } else {
+                let values = rows
+                    .iter()
+                    .map(|p| format!("(?, ?, {p}, 1)"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                format!(
+                    "INSERT INTO {} (run_id, run_at, priority, version) VALUES {values} {ENQUEUE_CONFLICT}",
+                    t.job
+                )
+            };
+            Stmt::exec(text, params)
+        })
+        .collect()
+}
+
+/// The queue upsert of one run, unguarded.
+pub fn enqueue(t: &Schema, run_id: &str, run_at: i64, priority: Option<i64>) -> Stmt {
+    let one = Enqueue {
+        run_id,
+        run_at,
+        priority,
+    };
+    enqueue_many(t, &[one], false).remove(0)
 }
 
 /// The timer upsert (the latest deadline wins), unguarded.
-pub fn schedule(t: &Tables, run_id: &str, fire_at: i64) -> Stmt {
+pub fn schedule(t: &Schema, run_id: &str, fire_at: i64) -> Stmt {
     Stmt::exec(
         format!("INSERT INTO {} (run_id, fire_at) VALUES (?, ?) ON DUPLICATE KEY UPDATE fire_at = VALUES(fire_at)", t.timer),
         vec![s(run_id), i(fire_at)],
     )
 }
 
-/// All statements of `fx`, in the contract's order (spawns with their enqueues, enqueues,
-/// timers, cancelled timers, consumed signals, join target). `guarded` adds the won-flag condition to each
-/// (one-batch path); unguarded they are exactly the plain statements, sent only after the
+fn spawn_enqueue(sp: &SpawnArg) -> Enqueue<'_> {
+    Enqueue {
+        run_id: &sp.run_id,
+        run_at: sp.run_at,
+        priority: sp.priority,
+    }
+}
+
+fn plain_enqueue(e: &EnqueueArg) -> Enqueue<'_> {
+    Enqueue {
+        run_id: &e.run_id,
+        run_at: e.run_at,
+        priority: e.priority,
+    }
+}
+
+/// All statements of `fx`, in the contract's order. `guarded` adds the won-flag condition to
+/// each (one-batch path); unguarded they are exactly the plain statements, sent only after the
 /// guarding write is known to have won (wrapped path).
-pub fn outbox(t: &Tables, fx: &OutboxArg, guarded: bool) -> Vec<Stmt> {
+///
+/// 2.0.0-alpha.2: each spawn's insert then its enqueue, the enqueues, timers, cancelled timers,
+/// consumed signals (deleted), join target. 3.0: all spawn inserts, then ONE combined upsert of
+/// the spawns' and the outbox's enqueues (distinct runs), then the same tail, with consumed
+/// signals only marked.
+pub fn outbox(t: &Schema, fx: &OutboxArg, guarded: bool) -> Vec<Stmt> {
     let (from_dual, and_won) = if guarded {
         (
             format!(" FROM DUAL WHERE {WON} = 1"),
@@ -110,29 +228,36 @@ pub fn outbox(t: &Tables, fx: &OutboxArg, guarded: bool) -> Vec<Stmt> {
     } else {
         (String::new(), String::new())
     };
-    let mut out = Vec::new();
-    for sp in fx.spawn.iter().flatten() {
-        out.push(if guarded {
+    let spawn_insert = |sp: &SpawnArg| {
+        if guarded {
             Stmt::exec(
                 format!(
-                    "INSERT IGNORE INTO {} {RUN_COLS} SELECT ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?{from_dual}",
-                    t.run
+                    "INSERT IGNORE INTO {} {} SELECT {}{from_dual}",
+                    t.run,
+                    run_cols(t),
+                    run_holes(t)
                 ),
-                run_params(&sp.run_id, &sp.spec),
+                run_params(t, &sp.run_id, &sp.spec),
             )
         } else {
             insert_run(t, true, &sp.run_id, &sp.spec)
-        });
-        out.push(enqueue_guarded(
-            t,
-            &sp.run_id,
-            sp.run_at,
-            sp.priority,
-            guarded,
-        ));
-    }
-    for e in fx.enqueue.iter().flatten() {
-        out.push(enqueue_guarded(t, &e.run_id, e.run_at, e.priority, guarded));
+        }
+    };
+    let spawns = fx.spawn.iter().flatten();
+    let enqueues = fx.enqueue.iter().flatten();
+    let mut out = Vec::new();
+    if t.contract.is_v3() {
+        out.extend(spawns.clone().map(spawn_insert));
+        let all = spawns.map(spawn_enqueue).chain(enqueues.map(plain_enqueue));
+        out.extend(enqueue_many(t, &distinct(all), guarded));
+    } else {
+        for sp in spawns {
+            out.push(spawn_insert(sp));
+            out.extend(enqueue_many(t, &[spawn_enqueue(sp)], guarded));
+        }
+        for e in enqueues {
+            out.extend(enqueue_many(t, &[plain_enqueue(e)], guarded));
+        }
     }
     for tm in fx.timers.iter().flatten() {
         out.push(if guarded {
@@ -158,12 +283,13 @@ pub fn outbox(t: &Tables, fx: &OutboxArg, guarded: bool) -> Vec<Stmt> {
         ));
     }
     if let Some(ids) = fx.consume_signals.as_ref().filter(|v| !v.is_empty()) {
+        let verb = if t.contract.is_v3() {
+            format!("UPDATE {} SET consumed = 1", t.signal)
+        } else {
+            format!("DELETE FROM {}", t.signal)
+        };
         out.push(Stmt::exec(
-            format!(
-                "DELETE FROM {} WHERE id IN {}{and_won}",
-                t.signal,
-                holes(ids.len())
-            ),
+            format!("{verb} WHERE id IN {}{and_won}", holes(ids.len())),
             ids.iter().map(|x| s(x)).collect(),
         ));
     }
@@ -203,57 +329,70 @@ impl Won {
     }
 }
 
-/// Runs `write`, then the statements of `effects` only if the write won, then `tail` (reads that
-/// always run), as one unit (see module docs for how each executor does it). `effects(guarded)`
-/// builds the statements with or without the SQL guard. Returns whether the write won and the
-/// outcomes of `tail`.
+/// Runs `head` (statements that must come first, e.g. a locking read), `write`, then the
+/// statements of `effects` only if the write won, then `tail` (reads that always run), as one
+/// unit (see module docs for how each executor does it). `effects(guarded)` builds the
+/// statements with or without the SQL guard. Returns whether the write won and the outcomes of
+/// `head` and of `tail`.
 pub async fn guarded_write<E: Exec>(
     e: &mut E,
+    head: Vec<Stmt>,
     write: Stmt,
     won: Won,
     effects: impl FnOnce(bool) -> Vec<Stmt>,
     tail: Vec<Stmt>,
-) -> Result<(bool, Vec<Outcome>)> {
-    let n_tail = tail.len();
+) -> Result<(bool, Vec<Outcome>, Vec<Outcome>)> {
+    let (n_head, n_tail) = (head.len(), tail.len());
     if e.one_session() {
         let effects = effects(true);
         let guarded = !effects.is_empty();
-        let mut stmts = vec![write];
+        let mut stmts = head;
+        stmts.push(write);
         if guarded {
             stmts.push(capture_won(won.sql()));
             stmts.extend(effects);
         }
         stmts.extend(tail);
         let mut out = e.batch(stmts).await?;
-        let affected = out.first().map_or(0, |o| o.affected);
+        let affected = out.get(n_head).map_or(0, |o| o.affected);
         if guarded {
-            check_guard(affected, out.get(1))?;
+            check_guard(affected, out.get(n_head + 1))?;
         }
         let tail_out = out.split_off(out.len().saturating_sub(n_tail));
-        return Ok((won.holds(affected), tail_out));
+        out.truncate(n_head);
+        return Ok((won.holds(affected), out, tail_out));
     }
+    let head_out = e.batch(head).await?;
     let first = e.batch(vec![write]).await?;
     let did_win = won.holds(first.first().map_or(0, |o| o.affected));
     if did_win {
         e.batch(effects(false)).await?;
     }
     let tail_out = e.batch(tail).await?;
-    Ok((did_win, tail_out))
+    Ok((did_win, head_out, tail_out))
 }
 
 /// Runs `write` and, in the same unit, enqueues `run_id` only if it changed exactly one row;
 /// answers whether it did.
 pub async fn write_then_enqueue<E: Exec>(
     e: &mut E,
-    t: &Tables,
+    t: &Schema,
     write: Stmt,
     run_id: &str,
 ) -> Result<bool> {
-    let (won, _) = guarded_write(
+    let (won, _, _) = guarded_write(
         e,
+        Vec::new(),
         write,
         Won::ExactlyOne,
-        |guarded| vec![enqueue_guarded(t, run_id, 0, 0, guarded)],
+        |guarded| {
+            let one = Enqueue {
+                run_id,
+                run_at: 0,
+                priority: None,
+            };
+            enqueue_many(t, &[one], guarded)
+        },
         Vec::new(),
     )
     .await?;

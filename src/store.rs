@@ -6,14 +6,14 @@
 //! calls are transactions is decided once, in `backend.rs`. Rows come back as JSON text (see
 //! `codec.rs`); scalars as plain values.
 
-use crate::args::{CheckpointArg, CronArg, ListArg, OutboxArg, SpecArg};
+use crate::args::{CheckpointArg, CronArg, ListArg, OutboxArg, RunSetArg, SpecArg};
 use crate::codec::{
-    i, int, opt_s, req_int, s, string, JsonOut, StartResult, CRON, RUN, SIGNAL, STEP,
+    self, i, int, opt_s, req_int, s, string, JsonOut, StartResult, CRON, RUN, SIGNAL,
 };
 use crate::error::{Error, Result};
 use crate::exec::{Exec, Outcome, Stmt};
 use crate::literal::holes;
-use crate::schema::Tables;
+use crate::schema::Schema;
 use crate::statements::{self, guarded_write, write_then_enqueue, Won};
 use mysql_async::Value;
 
@@ -21,17 +21,27 @@ use mysql_async::Value;
 // `run_status` index for the status condition (range analysis with index dives), measured at
 // about 15 µs of server CPU per statement for nothing — the primary key always wins.
 
+/// The tag predicate (`tags` holds a JSON array of strings).
+const TAG_FILTER: &str = "JSON_CONTAINS(tags, JSON_QUOTE(?))";
+
 /// Terminal statuses as a SQL tuple.
 pub const TERMINAL: &str = "('done','failed','canceled')";
 const NON_SUCCESS_TERMINAL: &str = "('failed','canceled')";
 const RECONCILABLE: &str = "('pending','running','sleeping','retrying')";
 
-fn select_runs(t: &Tables, condition: &str, params: Vec<Value>) -> Stmt {
+fn select_runs(t: &Schema, condition: &str, params: Vec<Value>) -> Stmt {
     Stmt::query(
-        format!("SELECT {} FROM {} WHERE {condition}", RUN.select, t.run),
+        format!("SELECT {} FROM {} WHERE {condition}", RUN.select(), t.run),
         params,
-        RUN.names,
+        RUN.names(),
     )
+}
+
+/// One run row as JSON.
+fn run_json(t: &Schema, row: &[Value]) -> Result<String> {
+    let mut j = JsonOut::new();
+    RUN.write(&mut j, row, t.contract)?;
+    Ok(j.finish())
 }
 
 fn first_row(outcomes: &[Outcome], idx: usize) -> Option<&Vec<Value>> {
@@ -41,7 +51,7 @@ fn first_row(outcomes: &[Outcome], idx: usize) -> Option<&Vec<Value>> {
 /// Statements of one `startRun`: keyed ⇒ INSERT IGNORE + lookup, else plain INSERT. In one
 /// session the lookup only runs when the insert was ignored (`ROW_COUNT() = 0`), so a new key
 /// costs no index read.
-fn start_stmts(t: &Tables, run_id: &str, spec: &SpecArg, one_session: bool) -> Vec<Stmt> {
+fn start_stmts(t: &Schema, run_id: &str, spec: &SpecArg, one_session: bool) -> Vec<Stmt> {
     let only_if_ignored = if one_session {
         "ROW_COUNT() = 0 AND "
     } else {
@@ -89,7 +99,7 @@ fn start_result(run_id: &str, outcomes: &[Outcome]) -> Result<StartResult> {
 /// `startRun`: the insert and the key lookup ride one round trip.
 pub async fn start_run<E: Exec>(
     e: &mut E,
-    t: &Tables,
+    t: &Schema,
     run_id: &str,
     spec: &SpecArg,
 ) -> Result<StartResult> {
@@ -102,7 +112,7 @@ pub async fn start_run<E: Exec>(
 /// transaction).
 pub async fn start_many_runs<E: Exec>(
     e: &mut E,
-    t: &Tables,
+    t: &Schema,
     run_ids: &[String],
     specs: &[SpecArg],
 ) -> Result<Vec<StartResult>> {
@@ -128,24 +138,33 @@ pub async fn start_many_runs<E: Exec>(
 }
 
 /// `loadRun`: run, steps and signals in one round trip; `None` when the run is missing.
-pub async fn load_run<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Result<Option<String>> {
+pub async fn load_run<E: Exec>(e: &mut E, t: &Schema, run_id: &str) -> Result<Option<String>> {
+    let step = codec::step(t.contract);
+    // 3.0 soft-consumes signals: only the unconsumed ones are delivered.
+    let unconsumed = if t.contract.is_v3() {
+        " AND consumed = 0"
+    } else {
+        ""
+    };
     let stmts = vec![
         select_runs(t, "id = ?", vec![s(run_id)]),
         Stmt::query(
             format!(
                 "SELECT cursor_key, {} FROM {} WHERE run_id = ?",
-                STEP.select, t.step
+                step.select(),
+                t.step
             ),
             vec![s(run_id)],
-            [&["cursor_key"], STEP.names].concat(),
+            [&["cursor_key"], step.names()].concat(),
         ),
         Stmt::query(
             format!(
-                "SELECT {} FROM {} WHERE run_id = ? ORDER BY seq",
-                SIGNAL.select, t.signal
+                "SELECT {} FROM {} WHERE run_id = ?{unconsumed} ORDER BY seq",
+                SIGNAL.select(),
+                t.signal
             ),
             vec![s(run_id)],
-            SIGNAL.names,
+            SIGNAL.names(),
         ),
     ];
     let out = e.batch(stmts).await?;
@@ -155,48 +174,44 @@ pub async fn load_run<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Result<Op
     let mut j = JsonOut::new();
     j.open_obj();
     j.key("run");
-    RUN.write(&mut j, run);
+    RUN.write(&mut j, run, t.contract)?;
     j.key("steps");
     j.open_arr();
     for r in &out[1].rows {
         j.open_arr();
         j.str(&string(&r[0]).unwrap_or_default());
-        STEP.write(&mut j, &r[1..]);
+        step.write(&mut j, &r[1..], t.contract)?;
         j.close_arr();
     }
     j.close_arr();
     j.key("signals");
-    j.raw(&SIGNAL.write_all(&out[2].rows));
+    j.raw(&SIGNAL.write_all(&out[2].rows, t.contract)?);
     j.close_obj();
     Ok(Some(j.finish()))
 }
 
 /// `loadRunRow`: one run row, `None` when missing.
-pub async fn load_run_row<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Result<Option<String>> {
+pub async fn load_run_row<E: Exec>(e: &mut E, t: &Schema, run_id: &str) -> Result<Option<String>> {
     let out = e
         .batch(vec![select_runs(t, "id = ?", vec![s(run_id)])])
         .await?;
-    Ok(first_row(&out, 0).map(|r| {
-        let mut j = JsonOut::new();
-        RUN.write(&mut j, r);
-        j.finish()
-    }))
+    first_row(&out, 0).map(|r| run_json(t, r)).transpose()
 }
 
 /// `loadRunRows`: the rows of `ids`, in any order (JS realigns them to the input order).
-pub async fn load_run_rows<E: Exec>(e: &mut E, t: &Tables, ids: &[String]) -> Result<String> {
+pub async fn load_run_rows<E: Exec>(e: &mut E, t: &Schema, ids: &[String]) -> Result<String> {
     if ids.is_empty() {
         return Ok("[]".into());
     }
     let condition = format!("id IN {}", holes(ids.len()));
     let stmt = select_runs(t, &condition, ids.iter().map(|x| s(x)).collect());
     let out = e.batch(vec![stmt]).await?;
-    Ok(RUN.write_all(&out[0].rows))
+    RUN.write_all(&out[0].rows, t.contract)
 }
 
 /// `arriveAtJoin`: decrement and re-read (the caller makes it one transaction); `None` for an
 /// unknown run.
-pub async fn arrive_at_join<E: Exec>(e: &mut E, t: &Tables, parent: &str) -> Result<Option<i64>> {
+pub async fn arrive_at_join<E: Exec>(e: &mut E, t: &Schema, parent: &str) -> Result<Option<i64>> {
     let out = e
         .batch(vec![
             Stmt::exec(
@@ -222,7 +237,7 @@ pub async fn arrive_at_join<E: Exec>(e: &mut E, t: &Tables, parent: &str) -> Res
 /// `postSignal`: store the signal; enqueue the run in the same unit only if it was new.
 pub async fn post_signal<E: Exec>(
     e: &mut E,
-    t: &Tables,
+    t: &Schema,
     signal_id: &str,
     run_id: &str,
     name: &str,
@@ -254,7 +269,7 @@ const ATTEMPTS_SHIFT: i64 = 1 << 31;
 /// writer can slip in between write and read. Only when it matched nothing (terminal or unknown
 /// run) is the current row read — natively as a second round trip, so the common case is one
 /// statement.
-pub async fn mark_running<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Result<i64> {
+pub async fn mark_running<E: Exec>(e: &mut E, t: &Schema, run_id: &str) -> Result<i64> {
     let update = Stmt::exec(
         format!(
             "UPDATE {} FORCE INDEX (PRIMARY) SET status = 'running', \
@@ -302,27 +317,50 @@ fn bumped(out: &[Outcome]) -> Option<i64> {
 /// without an outbox the native path answers from the insert's OK packet alone: one statement,
 /// one round trip. Only a lost race (or an unknown run) reads the winner back. With an outbox
 /// the read rides in the same batch as the guarded writes.
+///
+/// 3.0 fencing (`requireVersion`): the run's job row is locked first, and the insert only
+/// happens while the job still has that version; a fenced call writes nothing and answers
+/// `{ status, attempts, committed: false }` — unless the step was already stored, which answers
+/// its memo as usual.
 pub async fn checkpoint_step<E: Exec>(
     e: &mut E,
-    t: &Tables,
+    t: &Schema,
     c: &CheckpointArg,
     fx: Option<&OutboxArg>,
 ) -> Result<String> {
+    let step = codec::step(t.contract);
+    let fence = fx
+        .and_then(|fx| fx.require_version)
+        .filter(|_| t.contract.is_v3());
+    let (fence_sql, fence_params) = match fence {
+        Some(v) => (
+            format!(
+                " AND EXISTS (SELECT 1 FROM {} WHERE run_id = ? AND version = ?)",
+                t.job
+            ),
+            vec![s(&c.run_id), i(v)],
+        ),
+        None => (String::new(), Vec::new()),
+    };
+    let mut insert_params = vec![
+        s(&c.run_id),
+        s(&c.cursor_key),
+        s(&c.status),
+        opt_s(c.result.as_deref()),
+        opt_s(c.error.as_deref()),
+        i(c.attempts),
+        opt_s(c.shape.as_deref()),
+        s(&c.run_id),
+    ];
+    insert_params.extend(fence_params);
     let insert = Stmt::exec(
         format!(
-            "INSERT IGNORE INTO {} (run_id, cursor_key, {}) SELECT ?, ?, ?, ?, ?, ?, ? FROM {} WHERE id = ?",
-            t.step, STEP.select, t.run
+            "INSERT IGNORE INTO {} (run_id, cursor_key, {}) SELECT ?, ?, ?, ?, ?, ?, ? FROM {} WHERE id = ?{fence_sql}",
+            t.step,
+            step.select(),
+            t.run
         ),
-        vec![
-            s(&c.run_id),
-            s(&c.cursor_key),
-            s(&c.status),
-            opt_s(c.result.as_deref()),
-            opt_s(c.error.as_deref()),
-            i(c.attempts),
-            opt_s(c.shape.as_deref()),
-            s(&c.run_id),
-        ],
+        insert_params,
     );
     // The winner, joined to its run so that a step left behind by a deleted run never answers
     // for it (two primary-key lookups).
@@ -330,18 +368,21 @@ pub async fn checkpoint_step<E: Exec>(
         Stmt::query(
             format!(
                 "SELECT {} FROM {} s JOIN {} r ON r.id = s.run_id WHERE s.run_id = ? AND s.cursor_key = ?",
-                STEP.select_as("s"),
+                step.select_as("s"),
                 t.step,
                 t.run
             ),
             vec![s(&c.run_id), s(&c.cursor_key)],
-            STEP.names,
+            step.names(),
         )
     };
+    if fence.is_some() {
+        return fenced_checkpoint(e, t, c, fx, insert, read()).await;
+    }
     let out = if fx.is_none() && e.one_session() {
         let first = e.batch(vec![insert]).await?;
         if first.first().is_some_and(|o| o.affected == 1) {
-            return Ok(echo_step(c));
+            return echo_step(t, c);
         }
         e.batch(vec![read()]).await?
     } else {
@@ -349,20 +390,78 @@ pub async fn checkpoint_step<E: Exec>(
             fx.map(|fx| statements::outbox(t, fx, guarded))
                 .unwrap_or_default()
         };
-        guarded_write(e, insert, Won::ExactlyOne, effects, vec![read()])
-            .await?
-            .1
+        guarded_write(
+            e,
+            Vec::new(),
+            insert,
+            Won::ExactlyOne,
+            effects,
+            vec![read()],
+        )
+        .await?
+        .2
     };
+    memo(t, c, first_row(&out, out.len().saturating_sub(1)))
+}
+
+/// The answer of a checkpoint from its winner read: the stored memo, or "run not found".
+fn memo(t: &Schema, c: &CheckpointArg, row: Option<&Vec<Value>>) -> Result<String> {
     // No step row after the insert: the run does not exist (or was deleted meanwhile).
-    let row = first_row(&out, out.len().saturating_sub(1))
-        .ok_or_else(|| Error::Contract(format!("checkpointStep: run {} not found", c.run_id)))?;
+    let row =
+        row.ok_or_else(|| Error::Contract(format!("checkpointStep: run {} not found", c.run_id)))?;
     let mut j = JsonOut::new();
-    STEP.write(&mut j, row);
+    codec::step(t.contract).write(&mut j, row, t.contract)?;
+    Ok(j.finish())
+}
+
+/// A fenced 3.0 checkpoint, one batch: lock the run's job (so no re-enqueue can bump its
+/// version before COMMIT), see whether the run exists, then the version-guarded insert with its
+/// outbox and the winner read.
+async fn fenced_checkpoint<E: Exec>(
+    e: &mut E,
+    t: &Schema,
+    c: &CheckpointArg,
+    fx: Option<&OutboxArg>,
+    insert: Stmt,
+    read: Stmt,
+) -> Result<String> {
+    let head = vec![
+        Stmt::query(
+            format!("SELECT version FROM {} WHERE run_id = ? FOR UPDATE", t.job),
+            vec![s(&c.run_id)],
+            &["version"],
+        ),
+        Stmt::query(
+            format!("SELECT 1 AS found FROM {} WHERE id = ?", t.run),
+            vec![s(&c.run_id)],
+            &["found"],
+        ),
+    ];
+    let effects = |guarded| {
+        fx.map(|fx| statements::outbox(t, fx, guarded))
+            .unwrap_or_default()
+    };
+    let (_, head_out, tail_out) =
+        guarded_write(e, head, insert, Won::ExactlyOne, effects, vec![read]).await?;
+    let winner = first_row(&tail_out, 0);
+    let run_exists = first_row(&head_out, 1).is_some();
+    if winner.is_some() || !run_exists {
+        return memo(t, c, winner);
+    }
+    let mut j = JsonOut::new();
+    j.open_obj();
+    j.key("status");
+    j.str(&c.status);
+    j.key("attempts");
+    j.num(c.attempts);
+    j.key("committed");
+    j.raw("false");
+    j.close_obj();
     Ok(j.finish())
 }
 
 /// The step memo a winning insert stored, written from the checkpoint itself.
-fn echo_step(c: &CheckpointArg) -> String {
+fn echo_step(t: &Schema, c: &CheckpointArg) -> Result<String> {
     let row = [
         s(&c.status),
         opt_s(c.result.as_deref()),
@@ -370,15 +469,13 @@ fn echo_step(c: &CheckpointArg) -> String {
         i(c.attempts),
         opt_s(c.shape.as_deref()),
     ];
-    let mut j = JsonOut::new();
-    STEP.write(&mut j, &row);
-    j.finish()
+    memo(t, c, Some(&row.to_vec()))
 }
 
 /// A status write whose outbox applies only if it matched (found rows).
 async fn status_write<E: Exec>(
     e: &mut E,
-    t: &Tables,
+    t: &Schema,
     update: Stmt,
     fx: Option<&OutboxArg>,
 ) -> Result<()> {
@@ -386,14 +483,14 @@ async fn status_write<E: Exec>(
         fx.map(|fx| statements::outbox(t, fx, guarded))
             .unwrap_or_default()
     };
-    guarded_write(e, update, Won::Any, effects, Vec::new()).await?;
+    guarded_write(e, Vec::new(), update, Won::Any, effects, Vec::new()).await?;
     Ok(())
 }
 
 /// `suspendRun`: park a live run; the outbox applies only if the guarded UPDATE matched.
 pub async fn suspend_run<E: Exec>(
     e: &mut E,
-    t: &Tables,
+    t: &Schema,
     run_id: &str,
     status: &str,
     fx: Option<&OutboxArg>,
@@ -413,19 +510,25 @@ pub async fn suspend_run<E: Exec>(
     status_write(e, t, update, fx).await
 }
 
-/// `markTerminal`: terminal write guarded only by `status <> 'canceled'`.
+/// `markTerminal`: under 2.0.0-alpha.2 guarded only by `status <> 'canceled'` (a `done` run can
+/// still fail); under 3.0 every terminal state is sticky (the first terminal write wins).
 pub async fn mark_terminal<E: Exec>(
     e: &mut E,
-    t: &Tables,
+    t: &Schema,
     run_id: &str,
     status: &str,
     output: Option<&str>,
     error: Option<&str>,
     fx: Option<&OutboxArg>,
 ) -> Result<()> {
+    let guard = if t.contract.is_v3() {
+        format!("status NOT IN {TERMINAL}")
+    } else {
+        "status <> 'canceled'".to_string()
+    };
     let update = Stmt::exec(
         format!(
-            "UPDATE {} FORCE INDEX (PRIMARY) SET status = ?, output = ?, error = ? WHERE id = ? AND status <> 'canceled'",
+            "UPDATE {} FORCE INDEX (PRIMARY) SET status = ?, output = ?, error = ? WHERE id = ? AND {guard}",
             t.run
         ),
         vec![s(status), opt_s(output), opt_s(error), s(run_id)],
@@ -435,7 +538,7 @@ pub async fn mark_terminal<E: Exec>(
 
 /// `listRuns`: newest-inserted first; `{ runs, cursor }` with the cursor (the last row's `seq`)
 /// only when the page is full.
-pub async fn list_runs<E: Exec>(e: &mut E, t: &Tables, a: &ListArg) -> Result<String> {
+pub async fn list_runs<E: Exec>(e: &mut E, t: &Schema, a: &ListArg) -> Result<String> {
     let mut wh = Vec::new();
     let mut params = Vec::new();
     if let Some(st) = &a.statuses {
@@ -446,8 +549,12 @@ pub async fn list_runs<E: Exec>(e: &mut E, t: &Tables, a: &ListArg) -> Result<St
         wh.push("name = ?".to_string());
         params.push(s(n));
     }
+    if let Some(v) = a.version.filter(|_| t.contract.is_v3()) {
+        wh.push("version = ?".to_string());
+        params.push(i(v));
+    }
     if let Some(tag) = a.tag.as_deref().filter(|n| !n.is_empty()) {
-        wh.push("JSON_CONTAINS(tags, JSON_QUOTE(?))".to_string());
+        wh.push(TAG_FILTER.to_string());
         params.push(s(tag));
     }
     if let Some(c) = a.cursor {
@@ -464,17 +571,18 @@ pub async fn list_runs<E: Exec>(e: &mut E, t: &Tables, a: &ListArg) -> Result<St
         .batch(vec![Stmt::query(
             format!(
                 "SELECT {}, seq FROM {} {clause} ORDER BY seq DESC LIMIT ?",
-                RUN.select, t.run
+                RUN.select(),
+                t.run
             ),
             params,
-            [RUN.names, &["seq"]].concat(),
+            [RUN.names(), &["seq"]].concat(),
         )])
         .await?;
     let rows = &out[0].rows;
     let mut j = JsonOut::new();
     j.open_obj();
     j.key("runs");
-    j.raw(&RUN.write_all(rows));
+    j.raw(&RUN.write_all(rows, t.contract)?);
     let full = i64::try_from(rows.len()).is_ok_and(|n| n == a.limit);
     if let Some(seq) = rows
         .last()
@@ -489,15 +597,15 @@ pub async fn list_runs<E: Exec>(e: &mut E, t: &Tables, a: &ListArg) -> Result<St
 }
 
 /// `childrenOf`: direct children.
-pub async fn children_of<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Result<String> {
+pub async fn children_of<E: Exec>(e: &mut E, t: &Schema, run_id: &str) -> Result<String> {
     let out = e
         .batch(vec![select_runs(t, "parent_run_id = ?", vec![s(run_id)])])
         .await?;
-    Ok(RUN.write_all(&out[0].rows))
+    RUN.write_all(&out[0].rows, t.contract)
 }
 
 /// `runStats`: counts per status present (JS overlays them on all-zero stats).
-pub async fn run_stats<E: Exec>(e: &mut E, t: &Tables) -> Result<String> {
+pub async fn run_stats<E: Exec>(e: &mut E, t: &Schema) -> Result<String> {
     let out = e
         .batch(vec![Stmt::query(
             format!(
@@ -521,7 +629,7 @@ pub async fn run_stats<E: Exec>(e: &mut E, t: &Tables) -> Result<String> {
 }
 
 /// `orphanedRuns`: the three orphan cases as one UNION, oldest inserted first.
-pub async fn orphaned_runs<E: Exec>(e: &mut E, t: &Tables, limit: i64) -> Result<Vec<String>> {
+pub async fn orphaned_runs<E: Exec>(e: &mut E, t: &Schema, limit: i64) -> Result<Vec<String>> {
     let (run, job, timer) = (&t.run, &t.job, &t.timer);
     let sql = format!(
         "SELECT o.id FROM (\
@@ -549,7 +657,7 @@ pub async fn orphaned_runs<E: Exec>(e: &mut E, t: &Tables, limit: i64) -> Result
 /// (the caller makes it one transaction).
 pub async fn delete_runs_older_than<E: Exec>(
     e: &mut E,
-    t: &Tables,
+    t: &Schema,
     before: i64,
     limit: i64,
 ) -> Result<i64> {
@@ -564,44 +672,46 @@ pub async fn delete_runs_older_than<E: Exec>(
         )])
         .await?;
     let ids: Vec<Value> = picked[0].rows.iter().map(|r| r[0].clone()).collect();
-    if ids.is_empty() {
-        return Ok(0);
+    if !ids.is_empty() {
+        delete_ids(e, t, &ids).await?;
     }
-    let h = holes(ids.len());
-    let delete = |table: &str, key: &str| {
-        Stmt::exec(
-            format!("DELETE FROM {table} WHERE {key} IN {h}"),
-            ids.clone(),
-        )
-    };
-    e.batch(vec![
-        delete(&t.step, "run_id"),
-        delete(&t.signal, "run_id"),
-        delete(&t.job, "run_id"),
-        delete(&t.timer, "run_id"),
-        delete(&t.run, "id"),
-    ])
-    .await?;
     Ok(ids.len() as i64)
 }
 
+/// What a retry sets: pending, no error; 3.0 also starts the attempt count over.
+fn retry_set(t: &Schema) -> &'static str {
+    if t.contract.is_v3() {
+        "status = 'pending', error = NULL, attempts = 0"
+    } else {
+        "status = 'pending', error = NULL"
+    }
+}
+
 /// `retryRun`: failed ⇒ pending and enqueue, atomically.
-pub async fn retry_run<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Result<bool> {
+pub async fn retry_run<E: Exec>(e: &mut E, t: &Schema, run_id: &str) -> Result<bool> {
     let update = Stmt::exec(
         format!(
-            "UPDATE {} FORCE INDEX (PRIMARY) SET status = 'pending', error = NULL WHERE id = ? AND status = 'failed'",
-            t.run
+            "UPDATE {} FORCE INDEX (PRIMARY) SET {} WHERE id = ? AND status = 'failed'",
+            t.run,
+            retry_set(t)
         ),
         vec![s(run_id)],
     );
     write_then_enqueue(e, t, update, run_id).await
 }
 
-/// `upsertCron`: insert or overwrite the definition, keeping the schedule state.
-pub async fn upsert_cron<E: Exec>(e: &mut E, t: &Tables, c: &CronArg) -> Result<()> {
+/// `upsertCron`: insert or overwrite the definition, keeping the schedule state — under 3.0
+/// only while the schedule is unchanged (a new schedule takes the new `nextRunAt`; the
+/// assignments run left to right, so the comparison comes before `schedule` is overwritten).
+pub async fn upsert_cron<E: Exec>(e: &mut E, t: &Schema, c: &CronArg) -> Result<()> {
+    let next = if t.contract.is_v3() {
+        "next_run_at = IF(schedule <> VALUES(schedule), VALUES(next_run_at), next_run_at), "
+    } else {
+        ""
+    };
     let sql = format!(
         "INSERT INTO {} (name, schedule, flow_name, flow_version, input, overlap, next_run_at) VALUES (?, ?, ?, ?, ?, ?, ?) \
-         ON DUPLICATE KEY UPDATE schedule = VALUES(schedule), flow_name = VALUES(flow_name), flow_version = VALUES(flow_version), \
+         ON DUPLICATE KEY UPDATE {next}schedule = VALUES(schedule), flow_name = VALUES(flow_name), flow_version = VALUES(flow_version), \
          input = VALUES(input), overlap = VALUES(overlap)",
         t.cron
     );
@@ -619,24 +729,205 @@ pub async fn upsert_cron<E: Exec>(e: &mut E, t: &Tables, c: &CronArg) -> Result<
 }
 
 /// `dueCrons`: due crons, earliest first.
-pub async fn due_crons<E: Exec>(e: &mut E, t: &Tables, now: i64, limit: i64) -> Result<String> {
+pub async fn due_crons<E: Exec>(e: &mut E, t: &Schema, now: i64, limit: i64) -> Result<String> {
     let out = e
         .batch(vec![Stmt::query(
             format!(
                 "SELECT {} FROM {} WHERE next_run_at <= ? ORDER BY next_run_at LIMIT ?",
-                CRON.select, t.cron
+                CRON.select(),
+                t.cron
             ),
             vec![i(now), i(limit)],
-            CRON.names,
+            CRON.names(),
         )])
         .await?;
-    Ok(CRON.write_all(&out[0].rows))
+    CRON.write_all(&out[0].rows, t.contract)
+}
+
+/// `listCrons` (3.0): every cron, by name.
+pub async fn list_crons<E: Exec>(e: &mut E, t: &Schema) -> Result<String> {
+    let out = e
+        .batch(vec![Stmt::query(
+            format!("SELECT {} FROM {} ORDER BY name", CRON.select(), t.cron),
+            vec![],
+            CRON.names(),
+        )])
+        .await?;
+    CRON.write_all(&out[0].rows, t.contract)
+}
+
+/// `removeCron` (3.0): whether a cron of that name was removed.
+pub async fn remove_cron<E: Exec>(e: &mut E, t: &Schema, name: &str) -> Result<bool> {
+    let out = e
+        .batch(vec![Stmt::exec(
+            format!("DELETE FROM {} WHERE name = ?", t.cron),
+            vec![s(name)],
+        )])
+        .await?;
+    Ok(out[0].affected > 0)
+}
+
+/// `dueCronCount` (3.0): crons due at `now`, of the flows `names` when given (JS answers 0 for
+/// an empty list without asking).
+pub async fn due_cron_count<E: Exec>(
+    e: &mut E,
+    t: &Schema,
+    now: i64,
+    names: Option<&[String]>,
+) -> Result<i64> {
+    let mut params = vec![i(now)];
+    let mut sql = format!(
+        "SELECT COUNT(*) AS n FROM {} WHERE next_run_at <= ?",
+        t.cron
+    );
+    if let Some(names) = names {
+        sql.push_str(&format!(" AND flow_name IN {}", holes(names.len())));
+        params.extend(names.iter().map(|n| s(n)));
+    }
+    count(e, sql, params).await
+}
+
+/// The one number a `SELECT COUNT(*) AS n …` answers.
+pub async fn count<E: Exec>(e: &mut E, sql: String, params: Vec<Value>) -> Result<i64> {
+    let out = e.batch(vec![Stmt::query(sql, params, &["n"])]).await?;
+    Ok(first_row(&out, 0).and_then(|r| int(&r[0])).unwrap_or(0))
+}
+
+/// The WHERE clause of a 3.0 bulk operation's filter (see `RunSetArg`).
+fn run_set_where(f: &RunSetArg) -> (String, Vec<Value>) {
+    let mut wh = vec![format!("status IN {}", holes(f.statuses.len()))];
+    let mut params: Vec<Value> = f.statuses.iter().map(|x| s(x)).collect();
+    if let Some(b) = f.before {
+        wh.push("created_at < ?".into());
+        params.push(i(b));
+    }
+    if let Some(n) = &f.name {
+        wh.push("name = ?".into());
+        params.push(s(n));
+    }
+    if let Some(v) = f.version {
+        wh.push("version = ?".into());
+        params.push(i(v));
+    }
+    if let Some(tag) = &f.tag {
+        wh.push(TAG_FILTER.into());
+        params.push(s(tag));
+    }
+    (wh.join(" AND "), params)
+}
+
+/// The ids of up to `limit` runs matching `f` (`suffix`: ordering or locking).
+async fn pick_runs<E: Exec>(
+    e: &mut E,
+    t: &Schema,
+    f: &RunSetArg,
+    limit: i64,
+    suffix: &str,
+) -> Result<Vec<Value>> {
+    let (wh, mut params) = run_set_where(f);
+    params.push(i(limit));
+    let out = e
+        .batch(vec![Stmt::query(
+            format!("SELECT id FROM {} WHERE {wh}{suffix}", t.run),
+            params,
+            &["id"],
+        )])
+        .await?;
+    Ok(out[0].rows.iter().map(|r| r[0].clone()).collect())
+}
+
+/// Deletes the runs `ids` and every row that belongs to them.
+async fn delete_ids<E: Exec>(e: &mut E, t: &Schema, ids: &[Value]) -> Result<()> {
+    let h = holes(ids.len());
+    let delete = |table: &str, key: &str| {
+        Stmt::exec(
+            format!("DELETE FROM {table} WHERE {key} IN {h}"),
+            ids.to_vec(),
+        )
+    };
+    e.batch(vec![
+        delete(&t.step, "run_id"),
+        delete(&t.signal, "run_id"),
+        delete(&t.job, "run_id"),
+        delete(&t.timer, "run_id"),
+        delete(&t.run, "id"),
+    ])
+    .await?;
+    Ok(())
+}
+
+/// `deleteRuns` (3.0): up to `limit` terminal runs matching the filter, oldest first when it
+/// has `before`, deleted with all their rows (the caller makes it one transaction).
+pub async fn delete_runs<E: Exec>(e: &mut E, t: &Schema, f: &RunSetArg, limit: i64) -> Result<i64> {
+    let order = if f.before.is_some() {
+        " ORDER BY seq"
+    } else {
+        ""
+    };
+    let ids = pick_runs(e, t, f, limit, &format!("{order} LIMIT ?")).await?;
+    if !ids.is_empty() {
+        delete_ids(e, t, &ids).await?;
+    }
+    Ok(ids.len() as i64)
+}
+
+/// `cancelRuns` (3.0): up to `limit` live runs matching the filter, locked, their timers
+/// removed, set `canceled` (no error, no cascade; their jobs stay and are acked when claimed).
+pub async fn cancel_runs<E: Exec>(e: &mut E, t: &Schema, f: &RunSetArg, limit: i64) -> Result<i64> {
+    let ids = pick_runs(e, t, f, limit, " LIMIT ? FOR UPDATE").await?;
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let h = holes(ids.len());
+    e.batch(vec![
+        Stmt::exec(
+            format!("DELETE FROM {} WHERE run_id IN {h}", t.timer),
+            ids.clone(),
+        ),
+        Stmt::exec(
+            format!("UPDATE {} SET status = 'canceled' WHERE id IN {h}", t.run),
+            ids.clone(),
+        ),
+    ])
+    .await?;
+    Ok(ids.len() as i64)
+}
+
+/// `retryRuns` (3.0): up to `limit` failed runs matching the filter, locked, retried as
+/// `retryRun` does and enqueued together.
+pub async fn retry_runs<E: Exec>(e: &mut E, t: &Schema, f: &RunSetArg, limit: i64) -> Result<i64> {
+    let ids = pick_runs(e, t, f, limit, " LIMIT ? FOR UPDATE").await?;
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let names: Vec<String> = ids.iter().filter_map(string).collect();
+    let requests = names.iter().map(|id| statements::Enqueue {
+        run_id: id,
+        run_at: 0,
+        priority: None,
+    });
+    let mut stmts = vec![Stmt::exec(
+        format!(
+            "UPDATE {} SET {} WHERE id IN {}",
+            t.run,
+            retry_set(t),
+            holes(ids.len())
+        ),
+        ids.clone(),
+    )];
+    stmts.extend(statements::enqueue_many(
+        t,
+        &statements::distinct(requests),
+        false,
+    ));
+    e.batch(stmts).await?;
+    Ok(ids.len() as i64)
 }
 
 /// `advanceCron`: compare-and-set on `next_run_at` (found-rows semantics).
 pub async fn advance_cron<E: Exec>(
     e: &mut E,
-    t: &Tables,
+    t: &Schema,
     name: &str,
     expected: i64,
     next: i64,

@@ -4,11 +4,11 @@ use crate::codec::{i, s, string};
 use crate::error::Result;
 use crate::exec::{Exec, Stmt};
 use crate::literal::holes;
-use crate::schema::Tables;
+use crate::schema::Schema;
 use crate::statements;
 
 /// `schedule`: upsert; the latest call wins.
-pub async fn schedule<E: Exec>(e: &mut E, t: &Tables, run_id: &str, fire_at: i64) -> Result<()> {
+pub async fn schedule<E: Exec>(e: &mut E, t: &Schema, run_id: &str, fire_at: i64) -> Result<()> {
     e.batch(vec![statements::schedule(t, run_id, fire_at)])
         .await?;
     Ok(())
@@ -18,7 +18,7 @@ pub async fn schedule<E: Exec>(e: &mut E, t: &Tables, run_id: &str, fire_at: i64
 /// their run ids (the caller makes it one transaction).
 pub async fn due_batch<E: Exec>(
     e: &mut E,
-    t: &Tables,
+    t: &Schema,
     now: i64,
     limit: i64,
 ) -> Result<Vec<String>> {
@@ -52,11 +52,50 @@ pub async fn due_batch<E: Exec>(
 }
 
 /// `cancel`: remove a deadline; no-op when there is none.
-pub async fn cancel<E: Exec>(e: &mut E, t: &Tables, run_id: &str) -> Result<()> {
+pub async fn cancel<E: Exec>(e: &mut E, t: &Schema, run_id: &str) -> Result<()> {
     e.batch(vec![Stmt::exec(
         format!("DELETE FROM {} WHERE run_id = ?", t.timer),
         vec![s(run_id)],
     )])
     .await?;
     Ok(())
+}
+
+/// `dueCount` (3.0): timers due at `now`, of the flows `names` when given (or without a run
+/// row); JS answers 0 for an empty list without asking.
+pub async fn due_count<E: Exec>(
+    e: &mut E,
+    t: &Schema,
+    now: i64,
+    names: Option<&[String]>,
+) -> Result<i64> {
+    let mut params = vec![i(now)];
+    let mut sql = format!(
+        "SELECT COUNT(*) AS n FROM {} tm WHERE fire_at <= ?",
+        t.timer
+    );
+    if let Some(names) = names {
+        sql.push_str(&format!(
+            " AND NOT EXISTS (SELECT 1 FROM {} r WHERE r.id = tm.run_id AND r.name NOT IN {})",
+            t.run,
+            holes(names.len())
+        ));
+        params.extend(names.iter().map(|n| s(n)));
+    }
+    crate::store::count(e, sql, params).await
+}
+
+/// `nextDueAt` (3.0): the earliest deadline strictly after `now`, if any.
+pub async fn next_due_at<E: Exec>(e: &mut E, t: &Schema, now: i64) -> Result<Option<i64>> {
+    let out = e
+        .batch(vec![Stmt::query(
+            format!(
+                "SELECT MIN(fire_at) AS at FROM {} WHERE fire_at > ?",
+                t.timer
+            ),
+            vec![i(now)],
+            &["at"],
+        )])
+        .await?;
+    Ok(out[0].rows.first().and_then(|r| crate::codec::int(&r[0])))
 }

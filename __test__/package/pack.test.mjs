@@ -145,7 +145,7 @@ test('npm pack of the root lists only what users need', () => {
     .readdirSync(path.join(root, 'lib'))
     .filter((f) => f.endsWith('.js'))
     .map((f) => `lib/${f}`);
-  const required = ['index.js', 'index.d.ts', 'package.json', 'scripts/install.js', ...libJs];
+  const required = ['index.js', 'index.d.ts', 'v3.js', 'v3.d.ts', 'package.json', 'scripts/install.js', ...libJs];
   // docs/contract.md goes along: README links to it.
   const optional = ['README.md', 'CHANGELOG.md', 'LICENSE', 'LICENSE.md', 'LICENSE.txt', 'docs/contract.md'];
   for (const f of required) assert.ok(files.includes(f), `${f} is missing from the tarball`);

@@ -1,0 +1,44 @@
+'use strict';
+// inTx(poolOrSql, fn, opts?): `fn(backend, tx)` inside ONE transaction. Every store / queue /
+// timer call through `backend` joins it (flat nesting: a unit that would open its own
+// transaction runs inside this one), so the caller's own writes on `tx` and the runs it starts,
+// enqueues or signals commit together, or — when `fn` throws — not at all. Over our native pool
+// the units run in Rust on the transaction's connection (each behind a savepoint: a failing unit
+// leaves nothing of itself behind); over any other `Sql` through its `tx` handle.
+const c = require('./check');
+const { backendOf } = require('./backend');
+const { isNative, mysqlPool } = require('./sql');
+
+/** The native pool opened once for a mysql2 pool handed to inTx (what the JS package takes). */
+const forMysql2 = new WeakMap();
+
+function sqlOf(x) {
+  if (isNative(x)) return x;
+  if (x && typeof x.query === 'function' && typeof x.exec === 'function' && typeof x.tx === 'function') return x;
+  if (x && typeof x === 'object') {
+    let sql = forMysql2.get(x);
+    if (!sql) {
+      sql = mysqlPool(x); // throws a TypeError for anything that is not a mysql2 pool either
+      forMysql2.set(x, sql);
+    }
+    return sql;
+  }
+  throw c.typeError('inTx: expected mysqlPool(...), an Sql (query/exec/tx) or a mysql2 pool');
+}
+
+/** inTx with `fallback` as the contract an absent `opts.contract` means. */
+function inTxOf(poolOrSql, fn, opts, fallback) {
+  let sql;
+  try {
+    if (typeof fn !== 'function') throw c.typeError('inTx: fn must be a function');
+    sql = sqlOf(poolOrSql);
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  return sql.tx((tx) => fn(backendOf(tx, c.absent(opts) ? {} : opts, fallback), tx));
+}
+
+/** `inTx(poolOrSql, fn, opts?)`, defaulting to the 2.0.0-alpha.2 contract. */
+const inTx = (poolOrSql, fn, opts) => inTxOf(poolOrSql, fn, opts, '2.0.0-alpha.2');
+
+module.exports = { inTx, inTxOf };

@@ -1,0 +1,16 @@
+'use strict';
+// iterativeflow-mysql-native/v3 — the same package with the 3.0.0 contract as the default:
+// a drop-in for @iterativeflow/mysql 3.0.0 (see README, "Choosing the contract").
+const { mysqlPool } = require('./lib/sql');
+const { backendOf } = require('./lib/backend');
+const { ddlOf, applySchemaOf, tables } = require('./lib/schema');
+const { inTxOf } = require('./lib/intx');
+
+const V3 = '3.0.0';
+
+module.exports.mysqlPool = mysqlPool;
+module.exports.createMysqlBackend = (sql, opts = {}) => backendOf(sql, opts, V3);
+module.exports.applySchema = (sql, prefix, opts) => applySchemaOf(sql, prefix, opts, V3);
+module.exports.ddl = (prefix, opts) => ddlOf(prefix, opts, V3);
+module.exports.inTx = (poolOrSql, fn, opts) => inTxOf(poolOrSql, fn, opts, V3);
+module.exports.tables = tables;
