@@ -68,6 +68,12 @@ async function killBackendConnections() {
       // already gone
     }
   }
+  // KILL returns once the session is flagged; it closes its socket a moment later. Wait until
+  // they are gone, so "the next call" below really comes after the fault (bounded).
+  for (const until = Date.now() + 5000; killed.length > 0 && Date.now() < until; await sleep(10)) {
+    const left = await adminQuery(`SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE ID IN (${killed.join(',')})`);
+    if (Number(left[0].n) === 0) break;
+  }
   return killed;
 }
 
