@@ -69,6 +69,22 @@ export interface PoolStats {
   roundTrips: number;
   /** Units of work re-run after a deadlock, lock-wait timeout or Galera certification failure. */
   deadlockRetries: number;
+  /** Statements sent by the backend's executors. */
+  statements: number;
+  /** The pool's connections right now, and calls waiting for one. */
+  pool: { open: number; idle: number; inUse: number; waiters: number };
+  /** Per port method called at least once (native backends on this pool). */
+  methods: Record<
+    string,
+    {
+      calls: number;
+      errors: { argument: number; server: number; connection: number; contract: number };
+      /** Latency percentiles: upper bounds of histogram buckets (two per doubling), ms. */
+      p50Ms: number;
+      p90Ms: number;
+      p99Ms: number;
+    }
+  >;
 }
 
 /** The native pool returned by `mysqlPool`. */
@@ -77,6 +93,8 @@ export interface NativeSql extends Sql {
   close(): Promise<void>;
   readonly closed: boolean;
   stats(): PoolStats;
+  /** `stats()` in the Prometheus text format; metric names start with `prefix`. */
+  prometheus(opts?: { prefix?: string }): string;
 }
 
 /** A `mysql2` pool (promise or callback API); its connection config is read at runtime. */

@@ -4,6 +4,7 @@
 const c = require('./check');
 const { inspect } = require('node:util');
 const binding = require('./binding');
+const { renderPrometheus } = require('./metrics');
 
 const NATIVE = Symbol('iterativeflow.nativeSql');
 const NATIVE_TX = Symbol('iterativeflow.nativeTx');
@@ -261,9 +262,16 @@ class MysqlSql {
   get closed() {
     return this.#closing !== null;
   }
-  /** `{ roundTrips, deadlockRetries }` counted by the backend executors. */
+  /**
+   * Counters of the backend's executors: `{ roundTrips, deadlockRetries, statements, pool: { open,
+   * idle, inUse, waiters }, methods: { <method>: { calls, errors, p50Ms, p90Ms, p99Ms } } }`.
+   */
   stats() {
     return this.#native.stats();
+  }
+  /** `stats()` in the Prometheus text format (lib/metrics.js). */
+  prometheus(opts) {
+    return renderPrometheus(this.stats(), opts);
   }
   [inspect.custom]() {
     return this.#native.describe();

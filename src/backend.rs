@@ -13,11 +13,12 @@ use crate::exec::{self, Mode, PoolHandle};
 use crate::jsexec::{self, IdFn, JsIds, RunFn};
 use crate::schema::{Contract, Schema};
 use crate::sql::{NativeSql, NativeTx, TxInner};
-use crate::{js, queue, store, timer};
+use crate::{js, metrics, queue, store, timer};
 use napi::bindgen_prelude::PromiseRaw;
 use napi::Env;
 use napi_derive::napi;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Backend state: the schema (names and contract) and where its units run: the native pool,
 /// a caller's open native transaction (`inTx`), or — neither set — a wrapped JS `Sql` bridged in
@@ -38,17 +39,21 @@ fn schema_of(env: &Env, prefix: &str, contract: &str) -> napi::Result<Arc<Schema
 /// on the wrapped executor when `$via` is set, inside the caller's transaction for an `inTx`
 /// backend, else on the native pool; answers a promise.
 macro_rules! unit {
-    ($self:ident, $env:ident, $via:ident, $mode:expr, ($($cap:ident),*), |$e:ident, $t:ident| $body:expr) => {{
+    ($self:ident, $env:ident, $name:literal, $via:ident, $mode:expr, ($($cap:ident),*), |$e:ident, $t:ident| $body:expr) => {{
+        const METHOD: usize = metrics::index($name);
         let mode: Mode = $mode;
         let tables = $self.schema.clone();
         let pool = $self.pool.clone();
         let joined = $self.tx.clone();
         // Counted from now (the JS thread) until it settles, so the caller's commit waits for it.
         let issued = joined.as_ref().map(|tx| tx.issue());
+        // Native calls are counted in their pool's metrics (`sql.stats()`).
+        let meter = pool.clone().or_else(|| joined.as_ref().map(|tx| tx.handle()));
         $(let $cap = Arc::new($cap);)*
         js::promise($env, async move {
             let _issued = issued;
-            match ($via, pool, joined) {
+            let started = Instant::now();
+            let result = match ($via, pool, joined) {
                 (Some(bridge), _, _) => {
                     jsexec::run(bridge, mode, move |$e| {
                         Box::pin(async move {
@@ -84,7 +89,11 @@ macro_rules! unit {
                 (None, None, None) => Err(Error::Invalid(
                     "this backend has no native pool; pass a wrapped Sql bridge".into(),
                 )),
+            };
+            if let Some(handle) = meter {
+                handle.metrics.record(METHOD, started.elapsed(), result.as_ref().err());
             }
+            result
         })
     }};
 }
@@ -141,9 +150,15 @@ impl NativeBackend {
         spec: SpecArg,
         via: Option<RunFn>,
     ) -> Answer<'env, StartResult> {
-        unit!(self, env, via, Mode::Autocommit, (run_id, spec), |e, t| {
-            store::start_run(e, t, run_id, spec)
-        })
+        unit!(
+            self,
+            env,
+            "startRun",
+            via,
+            Mode::Autocommit,
+            (run_id, spec),
+            |e, t| { store::start_run(e, t, run_id, spec) }
+        )
     }
 
     #[napi(ts_return_type = "Promise<StartResult[]>")]
@@ -157,6 +172,7 @@ impl NativeBackend {
         unit!(
             self,
             env,
+            "startManyRuns",
             via,
             Mode::Transaction,
             (run_ids, specs),
@@ -171,9 +187,15 @@ impl NativeBackend {
         run_id: String,
         via: Option<RunFn>,
     ) -> Answer<'env, Option<String>> {
-        unit!(self, env, via, Mode::Autocommit, (run_id), |e, t| {
-            store::load_run(e, t, run_id)
-        })
+        unit!(
+            self,
+            env,
+            "loadRun",
+            via,
+            Mode::Autocommit,
+            (run_id),
+            |e, t| { store::load_run(e, t, run_id) }
+        )
     }
 
     #[napi(ts_return_type = "Promise<string | null>")]
@@ -183,9 +205,15 @@ impl NativeBackend {
         run_id: String,
         via: Option<RunFn>,
     ) -> Answer<'env, Option<String>> {
-        unit!(self, env, via, Mode::Autocommit, (run_id), |e, t| {
-            store::load_run_row(e, t, run_id)
-        })
+        unit!(
+            self,
+            env,
+            "loadRunRow",
+            via,
+            Mode::Autocommit,
+            (run_id),
+            |e, t| { store::load_run_row(e, t, run_id) }
+        )
     }
 
     #[napi(ts_return_type = "Promise<string>")]
@@ -195,9 +223,15 @@ impl NativeBackend {
         run_ids: Vec<String>,
         via: Option<RunFn>,
     ) -> Answer<'env, String> {
-        unit!(self, env, via, Mode::Autocommit, (run_ids), |e, t| {
-            store::load_run_rows(e, t, run_ids)
-        })
+        unit!(
+            self,
+            env,
+            "loadRunRows",
+            via,
+            Mode::Autocommit,
+            (run_ids),
+            |e, t| { store::load_run_rows(e, t, run_ids) }
+        )
     }
 
     #[napi(ts_return_type = "Promise<number | null>")]
@@ -210,6 +244,7 @@ impl NativeBackend {
         unit!(
             self,
             env,
+            "arriveAtJoin",
             via,
             Mode::Transaction,
             (parent_run_id),
@@ -232,6 +267,7 @@ impl NativeBackend {
         unit!(
             self,
             env,
+            "postSignal",
             via,
             Mode::Transaction,
             (signal_id, run_id, name, payload, idem_key),
@@ -254,9 +290,15 @@ impl NativeBackend {
         run_id: String,
         via: Option<RunFn>,
     ) -> Answer<'env, i64> {
-        unit!(self, env, via, Mode::Autocommit, (run_id), |e, t| {
-            store::mark_running(e, t, run_id)
-        })
+        unit!(
+            self,
+            env,
+            "markRunning",
+            via,
+            Mode::Autocommit,
+            (run_id),
+            |e, t| { store::mark_running(e, t, run_id) }
+        )
     }
 
     /// Without an outbox the checkpoint is one autocommit statement (see `store::checkpoint_step`).
@@ -269,7 +311,7 @@ impl NativeBackend {
         via: Option<RunFn>,
     ) -> Answer<'env, String> {
         let mode = Mode::transaction_if(fx.is_some());
-        unit!(self, env, via, mode, (c, fx), |e, t| {
+        unit!(self, env, "checkpointStep", via, mode, (c, fx), |e, t| {
             store::checkpoint_step(e, t, c, fx.as_ref())
         })
     }
@@ -285,9 +327,15 @@ impl NativeBackend {
         via: Option<RunFn>,
     ) -> Answer<'env, ()> {
         let mode = Mode::transaction_if(fx.is_some());
-        unit!(self, env, via, mode, (run_id, status, fx), |e, t| {
-            store::suspend_run(e, t, run_id, status, fx.as_ref())
-        })
+        unit!(
+            self,
+            env,
+            "suspendRun",
+            via,
+            mode,
+            (run_id, status, fx),
+            |e, t| { store::suspend_run(e, t, run_id, status, fx.as_ref()) }
+        )
     }
 
     #[napi(ts_return_type = "Promise<void>")]
@@ -306,6 +354,7 @@ impl NativeBackend {
         unit!(
             self,
             env,
+            "markTerminal",
             via,
             mode,
             (run_id, status, output, error, fx),
@@ -328,9 +377,15 @@ impl NativeBackend {
         list: ListArg,
         via: Option<RunFn>,
     ) -> Answer<'env, String> {
-        unit!(self, env, via, Mode::Autocommit, (list), |e, t| {
-            store::list_runs(e, t, list)
-        })
+        unit!(
+            self,
+            env,
+            "listRuns",
+            via,
+            Mode::Autocommit,
+            (list),
+            |e, t| { store::list_runs(e, t, list) }
+        )
     }
 
     #[napi(ts_return_type = "Promise<string>")]
@@ -340,14 +395,20 @@ impl NativeBackend {
         run_id: String,
         via: Option<RunFn>,
     ) -> Answer<'env, String> {
-        unit!(self, env, via, Mode::Autocommit, (run_id), |e, t| {
-            store::children_of(e, t, run_id)
-        })
+        unit!(
+            self,
+            env,
+            "childrenOf",
+            via,
+            Mode::Autocommit,
+            (run_id),
+            |e, t| { store::children_of(e, t, run_id) }
+        )
     }
 
     #[napi(ts_return_type = "Promise<string>")]
     pub fn run_stats<'env>(&self, env: &'env Env, via: Option<RunFn>) -> Answer<'env, String> {
-        unit!(self, env, via, Mode::Autocommit, (), |e, t| {
+        unit!(self, env, "runStats", via, Mode::Autocommit, (), |e, t| {
             store::run_stats(e, t)
         })
     }
@@ -359,9 +420,15 @@ impl NativeBackend {
         limit: i64,
         via: Option<RunFn>,
     ) -> Answer<'env, Vec<String>> {
-        unit!(self, env, via, Mode::Autocommit, (limit), |e, t| {
-            store::orphaned_runs(e, t, *limit)
-        })
+        unit!(
+            self,
+            env,
+            "orphanedRuns",
+            via,
+            Mode::Autocommit,
+            (limit),
+            |e, t| { store::orphaned_runs(e, t, *limit) }
+        )
     }
 
     #[napi(ts_return_type = "Promise<number>")]
@@ -375,6 +442,7 @@ impl NativeBackend {
         unit!(
             self,
             env,
+            "deleteRunsOlderThan",
             via,
             Mode::Transaction,
             (before, limit),
@@ -389,9 +457,15 @@ impl NativeBackend {
         run_id: String,
         via: Option<RunFn>,
     ) -> Answer<'env, bool> {
-        unit!(self, env, via, Mode::Transaction, (run_id), |e, t| {
-            store::retry_run(e, t, run_id)
-        })
+        unit!(
+            self,
+            env,
+            "retryRun",
+            via,
+            Mode::Transaction,
+            (run_id),
+            |e, t| { store::retry_run(e, t, run_id) }
+        )
     }
 
     #[napi(ts_return_type = "Promise<void>")]
@@ -401,9 +475,15 @@ impl NativeBackend {
         cron: CronArg,
         via: Option<RunFn>,
     ) -> Answer<'env, ()> {
-        unit!(self, env, via, Mode::Autocommit, (cron), |e, t| {
-            store::upsert_cron(e, t, cron)
-        })
+        unit!(
+            self,
+            env,
+            "upsertCron",
+            via,
+            Mode::Autocommit,
+            (cron),
+            |e, t| { store::upsert_cron(e, t, cron) }
+        )
     }
 
     #[napi(ts_return_type = "Promise<string>")]
@@ -414,9 +494,15 @@ impl NativeBackend {
         limit: i64,
         via: Option<RunFn>,
     ) -> Answer<'env, String> {
-        unit!(self, env, via, Mode::Autocommit, (now, limit), |e, t| {
-            store::due_crons(e, t, *now, *limit)
-        })
+        unit!(
+            self,
+            env,
+            "dueCrons",
+            via,
+            Mode::Autocommit,
+            (now, limit),
+            |e, t| { store::due_crons(e, t, *now, *limit) }
+        )
     }
 
     #[napi(ts_return_type = "Promise<boolean>")]
@@ -433,6 +519,7 @@ impl NativeBackend {
         unit!(
             self,
             env,
+            "advanceCron",
             via,
             Mode::Autocommit,
             (name, expected, next, last),
@@ -452,6 +539,7 @@ impl NativeBackend {
         unit!(
             self,
             env,
+            "enqueue",
             via,
             Mode::Autocommit,
             (run_id, run_at, priority),
@@ -466,9 +554,15 @@ impl NativeBackend {
         requests: Vec<EnqueueArg>,
         via: Option<RunFn>,
     ) -> Answer<'env, ()> {
-        unit!(self, env, via, Mode::Autocommit, (requests), |e, t| {
-            queue::enqueue_many(e, t, requests)
-        })
+        unit!(
+            self,
+            env,
+            "enqueueMany",
+            via,
+            Mode::Autocommit,
+            (requests),
+            |e, t| { queue::enqueue_many(e, t, requests) }
+        )
     }
 
     #[napi(ts_return_type = "Promise<string>")]
@@ -487,6 +581,7 @@ impl NativeBackend {
         unit!(
             self,
             env,
+            "claim",
             via,
             Mode::Transaction,
             (at, lease_ms, limit, names, ids),
@@ -508,6 +603,7 @@ impl NativeBackend {
         unit!(
             self,
             env,
+            "heartbeat",
             via,
             Mode::Autocommit,
             (run_id, token, at, lease_ms),
@@ -529,6 +625,7 @@ impl NativeBackend {
         unit!(
             self,
             env,
+            "ack",
             via,
             Mode::Autocommit,
             (run_id, token, version, at),
@@ -544,9 +641,15 @@ impl NativeBackend {
         names: Option<Vec<String>>,
         via: Option<RunFn>,
     ) -> Answer<'env, String> {
-        unit!(self, env, via, Mode::Autocommit, (now, names), |e, t| {
-            queue::depth(e, t, *now, names.as_deref())
-        })
+        unit!(
+            self,
+            env,
+            "depth",
+            via,
+            Mode::Autocommit,
+            (now, names),
+            |e, t| { queue::depth(e, t, *now, names.as_deref()) }
+        )
     }
 
     #[napi(ts_return_type = "Promise<number>")]
@@ -557,9 +660,15 @@ impl NativeBackend {
         names: Option<Vec<String>>,
         via: Option<RunFn>,
     ) -> Answer<'env, i64> {
-        unit!(self, env, via, Mode::Autocommit, (now, names), |e, t| {
-            timer::due_count(e, t, *now, names.as_deref())
-        })
+        unit!(
+            self,
+            env,
+            "dueCount",
+            via,
+            Mode::Autocommit,
+            (now, names),
+            |e, t| { timer::due_count(e, t, *now, names.as_deref()) }
+        )
     }
 
     #[napi(ts_return_type = "Promise<number | null>")]
@@ -569,14 +678,20 @@ impl NativeBackend {
         now: i64,
         via: Option<RunFn>,
     ) -> Answer<'env, Option<i64>> {
-        unit!(self, env, via, Mode::Autocommit, (now), |e, t| {
-            timer::next_due_at(e, t, *now)
-        })
+        unit!(
+            self,
+            env,
+            "nextDueAt",
+            via,
+            Mode::Autocommit,
+            (now),
+            |e, t| { timer::next_due_at(e, t, *now) }
+        )
     }
 
     #[napi(ts_return_type = "Promise<string>")]
     pub fn list_crons<'env>(&self, env: &'env Env, via: Option<RunFn>) -> Answer<'env, String> {
-        unit!(self, env, via, Mode::Autocommit, (), |e, t| {
+        unit!(self, env, "listCrons", via, Mode::Autocommit, (), |e, t| {
             store::list_crons(e, t)
         })
     }
@@ -588,9 +703,15 @@ impl NativeBackend {
         name: String,
         via: Option<RunFn>,
     ) -> Answer<'env, bool> {
-        unit!(self, env, via, Mode::Autocommit, (name), |e, t| {
-            store::remove_cron(e, t, name)
-        })
+        unit!(
+            self,
+            env,
+            "removeCron",
+            via,
+            Mode::Autocommit,
+            (name),
+            |e, t| { store::remove_cron(e, t, name) }
+        )
     }
 
     #[napi(ts_return_type = "Promise<number>")]
@@ -601,9 +722,15 @@ impl NativeBackend {
         names: Option<Vec<String>>,
         via: Option<RunFn>,
     ) -> Answer<'env, i64> {
-        unit!(self, env, via, Mode::Autocommit, (now, names), |e, t| {
-            store::due_cron_count(e, t, *now, names.as_deref())
-        })
+        unit!(
+            self,
+            env,
+            "dueCronCount",
+            via,
+            Mode::Autocommit,
+            (now, names),
+            |e, t| { store::due_cron_count(e, t, *now, names.as_deref()) }
+        )
     }
 
     #[napi(ts_return_type = "Promise<number>")]
@@ -617,6 +744,7 @@ impl NativeBackend {
         unit!(
             self,
             env,
+            "deleteRuns",
             via,
             Mode::Transaction,
             (filter, limit),
@@ -635,6 +763,7 @@ impl NativeBackend {
         unit!(
             self,
             env,
+            "cancelRuns",
             via,
             Mode::Transaction,
             (filter, limit),
@@ -653,6 +782,7 @@ impl NativeBackend {
         unit!(
             self,
             env,
+            "retryRuns",
             via,
             Mode::Transaction,
             (filter, limit),
@@ -671,6 +801,7 @@ impl NativeBackend {
         unit!(
             self,
             env,
+            "schedule",
             via,
             Mode::Autocommit,
             (run_id, fire_at),
@@ -686,9 +817,15 @@ impl NativeBackend {
         limit: i64,
         via: Option<RunFn>,
     ) -> Answer<'env, Vec<String>> {
-        unit!(self, env, via, Mode::Transaction, (now, limit), |e, t| {
-            timer::due_batch(e, t, *now, *limit)
-        })
+        unit!(
+            self,
+            env,
+            "dueBatch",
+            via,
+            Mode::Transaction,
+            (now, limit),
+            |e, t| { timer::due_batch(e, t, *now, *limit) }
+        )
     }
 
     #[napi(ts_return_type = "Promise<void>")]
@@ -698,8 +835,14 @@ impl NativeBackend {
         run_id: String,
         via: Option<RunFn>,
     ) -> Answer<'env, ()> {
-        unit!(self, env, via, Mode::Autocommit, (run_id), |e, t| {
-            timer::cancel(e, t, run_id)
-        })
+        unit!(
+            self,
+            env,
+            "cancelTimer",
+            via,
+            Mode::Autocommit,
+            (run_id),
+            |e, t| { timer::cancel(e, t, run_id) }
+        )
     }
 }

@@ -82,6 +82,8 @@ pub struct PoolHandle {
     pub retries: AtomicU64,
     /// Round trips sent by backend executors (for benchmarks and tests).
     pub round_trips: AtomicU64,
+    /// Per port method calls, errors and latencies; statements sent.
+    pub metrics: crate::metrics::Metrics,
     pub max_packet: AtomicU64,
 }
 
@@ -340,6 +342,10 @@ impl NativeExec<'_> {
             self.begun = true;
         }
         let id = self.conn.id();
+        self.handle
+            .metrics
+            .statements
+            .fetch_add(n as u64, Ordering::Relaxed);
         let mut sets = Vec::with_capacity(n + 1);
         for (text, count) in packets {
             self.handle.round_trips.fetch_add(1, Ordering::Relaxed);

@@ -16,6 +16,7 @@ mod exec;
 mod js;
 mod jsexec;
 mod literal;
+mod metrics;
 mod params;
 mod queue;
 mod rows;

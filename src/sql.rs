@@ -62,13 +62,29 @@ impl ToNapiValue for WriteResult {
     }
 }
 
-/// Counters for benchmarks and diagnostics.
+/// Counters for benchmarks, diagnostics and monitoring (`sql.stats()`).
 #[napi(object)]
 pub struct PoolStats {
     /// Round trips sent by the backend's executors.
     pub round_trips: f64,
-    /// Transactions re-run after a deadlock or lock-wait timeout.
+    /// Units re-run after a deadlock, lock-wait timeout or Galera certification failure.
     pub deadlock_retries: f64,
+    /// Statements sent by the backend's executors.
+    pub statements: f64,
+    /// Connections: open, idle in the pool, in use, and calls waiting for one.
+    pub pool: ConnectionStats,
+    /// Per port method called at least once: `{ calls, errors: { argument, server, connection,
+    /// contract }, p50Ms, p90Ms, p99Ms }`.
+    pub methods: serde_json::Value,
+}
+
+/// The pool's connections right now.
+#[napi(object)]
+pub struct ConnectionStats {
+    pub open: f64,
+    pub idle: f64,
+    pub in_use: f64,
+    pub waiters: f64,
 }
 
 /// A native connection pool (see module docs).
@@ -221,6 +237,7 @@ impl NativeSql {
                 password: settings.password,
                 retries: AtomicU64::new(0),
                 round_trips: AtomicU64::new(0),
+                metrics: Default::default(),
                 max_packet: AtomicU64::new(0),
             }),
             closed: Arc::new(AtomicBool::new(false)),
@@ -306,9 +323,20 @@ impl NativeSql {
     /// Round-trip and retry counters.
     #[napi]
     pub fn stats(&self) -> PoolStats {
+        let h = &self.handle;
+        let pool = h.pool.metrics();
+        let gauge = |g: &std::sync::atomic::AtomicUsize| g.load(Ordering::Relaxed) as f64;
         PoolStats {
-            round_trips: self.handle.round_trips.load(Ordering::Relaxed) as f64,
-            deadlock_retries: self.handle.retries.load(Ordering::Relaxed) as f64,
+            round_trips: h.round_trips.load(Ordering::Relaxed) as f64,
+            deadlock_retries: h.retries.load(Ordering::Relaxed) as f64,
+            statements: h.metrics.statements.load(Ordering::Relaxed) as f64,
+            pool: ConnectionStats {
+                open: gauge(&pool.connection_count),
+                idle: gauge(&pool.connections_in_pool),
+                in_use: gauge(&pool.connections_in_use),
+                waiters: gauge(&pool.active_wait_requests),
+            },
+            methods: h.metrics.methods(),
         }
     }
 
@@ -380,6 +408,11 @@ impl Pending {
 }
 
 impl TxInner {
+    /// The pool this transaction's connection came from.
+    pub fn handle(&self) -> Arc<PoolHandle> {
+        self.handle.clone()
+    }
+
     /// Counts a call issued now (on the JS thread) until the returned guard is dropped.
     pub fn issue(self: &Arc<Self>) -> PendingCall {
         self.pending.enter();

@@ -1,0 +1,229 @@
+//! Counters cheap enough to stay on: per port method calls, errors by kind and a latency
+//! histogram, plus statements sent. Recording is a few relaxed atomic increments; percentiles
+//! are computed only when someone reads `sql.stats()`.
+
+use crate::error::{Error, Kind};
+use serde_json::{json, Map, Value};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Every port method, in the order `stats()` lists them (camelCase, as JS calls them).
+pub const METHODS: [&str; 37] = [
+    "startRun",
+    "startManyRuns",
+    "loadRun",
+    "loadRunRow",
+    "loadRunRows",
+    "arriveAtJoin",
+    "postSignal",
+    "markRunning",
+    "checkpointStep",
+    "suspendRun",
+    "markTerminal",
+    "listRuns",
+    "childrenOf",
+    "runStats",
+    "orphanedRuns",
+    "deleteRunsOlderThan",
+    "retryRun",
+    "upsertCron",
+    "dueCrons",
+    "advanceCron",
+    "enqueue",
+    "enqueueMany",
+    "claim",
+    "heartbeat",
+    "ack",
+    "depth",
+    "dueCount",
+    "nextDueAt",
+    "listCrons",
+    "removeCron",
+    "dueCronCount",
+    "deleteRuns",
+    "cancelRuns",
+    "retryRuns",
+    "schedule",
+    "dueBatch",
+    "cancelTimer",
+];
+
+/// The position of `name` in `METHODS`, at compile time (a misspelt name fails the build).
+pub const fn index(name: &str) -> usize {
+    let mut i = 0;
+    while i < METHODS.len() {
+        if eq(METHODS[i].as_bytes(), name.as_bytes()) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("not a port method");
+}
+
+const fn eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Latency buckets: bucket `k` holds calls that took less than `FIRST_US · 2^(k/2)` µs (two
+/// buckets per doubling, 50 µs … ~100 s); the last one everything slower.
+const BUCKETS: usize = 44;
+const FIRST_US: f64 = 50.0;
+
+fn bucket_of(d: Duration) -> usize {
+    let us = d.as_secs_f64() * 1e6;
+    if us < FIRST_US {
+        return 0;
+    }
+    let k = ((us / FIRST_US).log2() * 2.0).floor() as usize + 1;
+    k.min(BUCKETS - 1)
+}
+
+fn bucket_upper_ms(k: usize) -> f64 {
+    FIRST_US * 2f64.powf(k as f64 / 2.0) / 1000.0
+}
+
+struct Method {
+    calls: AtomicU64,
+    /// Failures by `Kind` (argument, server, connection, contract).
+    errors: [AtomicU64; 4],
+    latency: [AtomicU64; BUCKETS],
+}
+
+impl Default for Method {
+    fn default() -> Self {
+        Method {
+            calls: AtomicU64::new(0),
+            errors: std::array::from_fn(|_| AtomicU64::new(0)),
+            latency: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+}
+
+/// The counters of one pool.
+pub struct Metrics {
+    methods: Vec<Method>,
+    /// Statements sent by the backend's executors.
+    pub statements: AtomicU64,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            methods: METHODS.iter().map(|_| Method::default()).collect(),
+            statements: AtomicU64::new(0),
+        }
+    }
+}
+
+fn kind_slot(k: Kind) -> usize {
+    match k {
+        Kind::Argument => 0,
+        Kind::Server => 1,
+        Kind::Connection => 2,
+        Kind::Contract => 3,
+    }
+}
+
+impl Metrics {
+    /// Records one finished call of method `index` that took `took`.
+    pub fn record(&self, index: usize, took: Duration, error: Option<&Error>) {
+        let Some(m) = self.methods.get(index) else {
+            return;
+        };
+        m.calls.fetch_add(1, Ordering::Relaxed);
+        m.latency[bucket_of(took)].fetch_add(1, Ordering::Relaxed);
+        if let Some(e) = error {
+            m.errors[kind_slot(e.kind())].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// `{ <method>: { calls, errors: { argument, server, connection, contract }, p50Ms, p90Ms,
+    /// p99Ms } }` for every method called at least once (percentiles are bucket upper bounds).
+    pub fn methods(&self) -> Value {
+        let mut out = Map::new();
+        for (name, m) in METHODS.iter().zip(&self.methods) {
+            let calls = m.calls.load(Ordering::Relaxed);
+            if calls == 0 {
+                continue;
+            }
+            let counts: Vec<u64> = m
+                .latency
+                .iter()
+                .map(|b| b.load(Ordering::Relaxed))
+                .collect();
+            let e = |k: usize| m.errors[k].load(Ordering::Relaxed);
+            out.insert(
+                (*name).to_string(),
+                json!({
+                    "calls": calls,
+                    "errors": { "argument": e(0), "server": e(1), "connection": e(2), "contract": e(3) },
+                    "p50Ms": percentile(&counts, 0.50),
+                    "p90Ms": percentile(&counts, 0.90),
+                    "p99Ms": percentile(&counts, 0.99),
+                }),
+            );
+        }
+        Value::Object(out)
+    }
+}
+
+/// The upper bound of the bucket holding the `q` quantile of `counts`.
+fn percentile(counts: &[u64], q: f64) -> f64 {
+    let total: u64 = counts.iter().sum();
+    let rank = (q * total as f64).ceil().max(1.0) as u64;
+    let mut seen = 0;
+    for (k, n) in counts.iter().enumerate() {
+        seen += n;
+        if seen >= rank {
+            return (bucket_upper_ms(k) * 1000.0).round() / 1000.0;
+        }
+    }
+    bucket_upper_ms(BUCKETS - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn method_names_resolve_at_compile_time() {
+        const CLAIM: usize = index("claim");
+        assert_eq!(METHODS[CLAIM], "claim");
+    }
+
+    #[test]
+    fn buckets_double_every_two_steps_and_percentiles_read_them() {
+        assert_eq!(bucket_of(Duration::from_micros(10)), 0);
+        assert_eq!(bucket_of(Duration::from_micros(100)), 3);
+        assert_eq!(bucket_of(Duration::from_secs(1000)), BUCKETS - 1);
+        let m = Metrics::default();
+        for _ in 0..99 {
+            m.record(0, Duration::from_micros(100), None);
+        }
+        m.record(
+            0,
+            Duration::from_millis(80),
+            Some(&Error::Contract("x".into())),
+        );
+        let v = m.methods();
+        let s = &v["startRun"];
+        assert_eq!(s["calls"], 100);
+        assert_eq!(s["errors"]["contract"], 1);
+        assert!(s["p50Ms"].as_f64().unwrap() <= 0.15);
+        assert!(s["p99Ms"].as_f64().unwrap() <= 0.15);
+        assert!(
+            v.get("claim").is_none(),
+            "methods never called are left out"
+        );
+    }
+}
