@@ -142,8 +142,10 @@ function createStore(call, newId, contract) {
       );
     },
     async listRuns(filter, page) {
-      // The JavaScript package turns `status: null` into `IN (NULL)`: a page that matches nothing.
-      if (filter !== null && typeof filter === 'object' && filter.status === null) return { runs: [], cursor: undefined };
+      // The JavaScript packages turn `status: null` (and 3.0 `version: null`) into a comparison
+      // with NULL: a page that matches nothing.
+      const nulled = filter !== null && typeof filter === 'object' && (filter.status === null || (v3 && filter.version === null));
+      if (nulled) return { runs: [], cursor: undefined };
       const text = await call('listRuns', () => {
         c.obj(filter, 'filter');
         c.obj(page, 'page');

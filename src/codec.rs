@@ -139,12 +139,15 @@ pub const RUN_STATUSES: &[&str] = &[
     "canceled",
 ];
 
+/// A run's `status` column.
+const RUN_STATUS: Col = col("status", "status", Text, Check::OneOf(RUN_STATUSES));
+
 /// A `RunRow`.
 pub static RUN: Shape = Shape::new(&[
     col("id", "id", Text, Required),
     col("name", "name", Text, Required),
     col("version", "version", Int, Required),
-    col("status", "status", Text, Check::OneOf(RUN_STATUSES)),
+    RUN_STATUS,
     col("input", "input", Json, Free),
     col("attempts", "attempts", Int, Required),
     col("output", "output", Json, Free),
@@ -288,6 +291,11 @@ impl Shape {
         j.close_arr();
         Ok(j.finish())
     }
+}
+
+/// A run status cell, decoded strictly (3.0).
+pub fn check_status(v: &Value) -> Result<()> {
+    check(&RUN_STATUS, v)
 }
 
 /// The 3.0 contract's strict decoding of one cell.

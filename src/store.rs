@@ -28,6 +28,8 @@ const TAG_FILTER: &str = "JSON_CONTAINS(tags, JSON_QUOTE(?))";
 pub const TERMINAL: &str = "('done','failed','canceled')";
 const NON_SUCCESS_TERMINAL: &str = "('failed','canceled')";
 const RECONCILABLE: &str = "('pending','running','sleeping','retrying')";
+const ACTIVE: &str =
+    "('pending','running','sleeping','awaiting_signal','awaiting_child','retrying')";
 
 fn select_runs(t: &Schema, condition: &str, params: Vec<Value>) -> Stmt {
     Stmt::query(
@@ -78,7 +80,7 @@ fn start_stmts(t: &Schema, run_id: &str, spec: &SpecArg, one_session: bool) -> V
 }
 
 /// Reads the `StartResult` of one spec out of its statements' outcomes.
-fn start_result(run_id: &str, outcomes: &[Outcome]) -> Result<StartResult> {
+fn start_result(t: &Schema, run_id: &str, outcomes: &[Outcome]) -> Result<StartResult> {
     if outcomes.first().is_some_and(|o| o.affected == 1) {
         return Ok(StartResult {
             run_id: run_id.to_string(),
@@ -89,6 +91,9 @@ fn start_result(run_id: &str, outcomes: &[Outcome]) -> Result<StartResult> {
     let row = first_row(outcomes, 1).ok_or_else(|| {
         Error::Contract("startRun: the idempotency key was neither inserted nor found".into())
     })?;
+    if t.contract.is_v3() {
+        codec::check_status(&row[1])?;
+    }
     Ok(StartResult {
         run_id: string(&row[0]).unwrap_or_default(),
         created: false,
@@ -105,7 +110,7 @@ pub async fn start_run<E: Exec>(
 ) -> Result<StartResult> {
     let stmts = start_stmts(t, run_id, spec, e.one_session());
     let outcomes = e.batch(stmts).await?;
-    start_result(run_id, &outcomes)
+    start_result(t, run_id, &outcomes)
 }
 
 /// `startManyRuns`: all specs in order, in chunks of bounded size (the caller makes it one
@@ -130,7 +135,7 @@ pub async fn start_many_runs<E: Exec>(
         let outcomes = e.batch(stmts).await?;
         let mut at = 0;
         for ((id, _), n) in chunk.iter().zip(spans) {
-            results.push(start_result(id, &outcomes[at..at + n])?);
+            results.push(start_result(t, id, &outcomes[at..at + n])?);
             at += n;
         }
     }
@@ -270,19 +275,26 @@ const ATTEMPTS_SHIFT: i64 = 1 << 31;
 /// run) is the current row read — natively as a second round trip, so the common case is one
 /// statement.
 pub async fn mark_running<E: Exec>(e: &mut E, t: &Schema, run_id: &str) -> Result<i64> {
+    // 3.0 reads rows strictly: a run whose status is not a known one is not bumped (the read
+    // below then reports it).
+    let live = if t.contract.is_v3() {
+        format!("status IN {ACTIVE}")
+    } else {
+        format!("status NOT IN {TERMINAL}")
+    };
     let update = Stmt::exec(
         format!(
             "UPDATE {} FORCE INDEX (PRIMARY) SET status = 'running', \
              attempts = CAST(LAST_INSERT_ID(attempts + 1 + {ATTEMPTS_SHIFT}) AS SIGNED) - {ATTEMPTS_SHIFT} \
-             WHERE id = ? AND status NOT IN {TERMINAL}",
+             WHERE id = ? AND {live}",
             t.run
         ),
         vec![s(run_id)],
     );
     let read = Stmt::query(
-        format!("SELECT attempts FROM {} WHERE id = ?", t.run),
+        format!("SELECT attempts, status FROM {} WHERE id = ?", t.run),
         vec![s(run_id)],
-        &["attempts"],
+        &["attempts", "status"],
     );
     let (count, rows) = if e.one_session() {
         let out = e.batch(vec![update]).await?;
@@ -299,6 +311,9 @@ pub async fn mark_running<E: Exec>(e: &mut E, t: &Schema, run_id: &str) -> Resul
     }
     let row = first_row(&rows, 0)
         .ok_or_else(|| Error::Contract(format!("markRunning: run {run_id} not found")))?;
+    if t.contract.is_v3() {
+        codec::check_status(&row[1])?;
+    }
     req_int(&row[0], "attempts")
 }
 
@@ -619,6 +634,9 @@ pub async fn run_stats<E: Exec>(e: &mut E, t: &Schema) -> Result<String> {
     let mut j = JsonOut::new();
     j.open_obj();
     for r in &out[0].rows {
+        if t.contract.is_v3() {
+            codec::check_status(&r[0])?;
+        }
         if let (Some(st), Some(n)) = (string(&r[0]), int(&r[1])) {
             j.key(&st);
             j.num(n);
