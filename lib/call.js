@@ -8,14 +8,17 @@ const binding = require('./binding');
 const { bridge } = require('./bridge');
 const { nativeOf, nativeTxOf } = require('./sql');
 
-/** `call(method, build)`: `build()` returns the native method's arguments (or throws). */
-function createCaller(sql, prefix, contract) {
+/**
+ * `call(method, build)`: `build()` returns the native method's arguments (or throws). `joined`:
+ * `sql` is a handle of a transaction the caller holds (inTx).
+ */
+function createCaller(sql, prefix, contract, joined = false) {
   const native = nativeOf(sql);
-  const joined = nativeTxOf(sql);
+  const nativeTx = nativeTxOf(sql);
   let run;
-  if (joined) {
+  if (nativeTx) {
     // inTx over our pool: every unit runs inside the caller's transaction, in Rust.
-    const nb = binding.NativeBackend.joined(joined, prefix, contract);
+    const nb = binding.NativeBackend.joined(nativeTx, prefix, contract);
     run = (method, args) => nb[method](...args);
   } else if (native) {
     const nb = binding.NativeBackend.native(native, prefix, contract);
@@ -24,7 +27,7 @@ function createCaller(sql, prefix, contract) {
     if (!sql || typeof sql.query !== 'function' || typeof sql.exec !== 'function' || typeof sql.tx !== 'function') {
       throw c.typeError('createMysqlBackend: sql must be mysqlPool(...) or an object with query, exec and tx');
     }
-    const nb = binding.NativeBackend.wrapped(prefix, contract);
+    const nb = binding.NativeBackend.wrapped(prefix, contract, joined);
     // The caller's own driver error (with its code/errno) is rethrown, not Rust's copy of it.
     run = (method, args) => {
       const seen = { error: undefined };

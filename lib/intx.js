@@ -35,7 +35,7 @@ function inTxOf(poolOrSql, fn, opts, fallback) {
   } catch (e) {
     return Promise.reject(e);
   }
-  return sql.tx((tx) => fn(backendOf(tx, c.absent(opts) ? {} : opts, fallback), tx));
+  return sql.tx((tx) => fn(backendOf(tx, c.absent(opts) ? {} : opts, fallback, true), tx));
 }
 
 /** `inTx(poolOrSql, fn, opts?)`, defaulting to the 2.0.0-alpha.2 contract. */

@@ -28,6 +28,8 @@ pub struct NativeBackend {
     schema: Arc<Schema>,
     pool: Option<Arc<PoolHandle>>,
     tx: Option<Arc<TxInner>>,
+    /// A wrapped backend whose `Sql` is a handle of the caller's transaction (`inTx`).
+    joined: bool,
 }
 
 fn schema_of(env: &Env, prefix: &str, contract: &str) -> napi::Result<Arc<Schema>> {
@@ -45,6 +47,7 @@ macro_rules! unit {
         let tables = $self.schema.clone();
         let pool = $self.pool.clone();
         let joined = $self.tx.clone();
+        let wrapped_joined = $self.joined;
         // Counted from now (the JS thread) until it settles, so the caller's commit waits for it.
         let issued = joined.as_ref().map(|tx| tx.issue());
         // Native calls are counted in their pool's metrics (`sql.stats()`).
@@ -55,7 +58,7 @@ macro_rules! unit {
             let started = Instant::now();
             let result = match ($via, pool, joined) {
                 (Some(bridge), _, _) => {
-                    jsexec::run(bridge, mode, move |$e| {
+                    jsexec::run(bridge, mode, wrapped_joined, move |$e| {
                         Box::pin(async move {
                             let $t: &Schema = &tables;
                             $(let $cap = &*$cap;)*
@@ -114,6 +117,7 @@ impl NativeBackend {
             schema: schema_of(env, &prefix, &contract)?,
             pool: Some(sql.handle.clone()),
             tx: None,
+            joined: false,
         })
     }
 
@@ -129,16 +133,24 @@ impl NativeBackend {
             schema: schema_of(env, &prefix, &contract)?,
             pool: None,
             tx: Some(tx.inner.clone()),
+            joined: true,
         })
     }
 
-    /// A backend whose every call comes with a `via` bridge to a JS `Sql`.
+    /// A backend whose every call comes with a `via` bridge to a JS `Sql`; `joined` when that
+    /// `Sql` is a handle of the caller's transaction (`inTx`).
     #[napi(factory)]
-    pub fn wrapped(env: &Env, prefix: String, contract: String) -> napi::Result<Self> {
+    pub fn wrapped(
+        env: &Env,
+        prefix: String,
+        contract: String,
+        joined: bool,
+    ) -> napi::Result<Self> {
         Ok(NativeBackend {
             schema: schema_of(env, &prefix, &contract)?,
             pool: None,
             tx: None,
+            joined,
         })
     }
 

@@ -301,7 +301,7 @@ pub struct NativeExec<'a> {
 
 /// The savepoint a unit joined to a caller's transaction starts with, and how a failing unit
 /// goes back to it, so that it leaves nothing of itself behind in that transaction.
-const UNIT_SAVEPOINT: &str = "SAVEPOINT ifw_unit";
+pub const UNIT_SAVEPOINT: &str = "SAVEPOINT ifw_unit";
 pub const UNIT_UNDO: &str = "ROLLBACK TO SAVEPOINT ifw_unit";
 
 impl<'a> NativeExec<'a> {

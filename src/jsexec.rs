@@ -9,7 +9,7 @@
 //! of the JavaScript package, in its order.
 
 use crate::error::{Error, Result};
-use crate::exec::{BoxFut, Exec, Mode, Outcome, Stmt};
+use crate::exec::{self, BoxFut, Exec, Mode, Outcome, Stmt};
 use mysql_async::Value;
 use napi::bindgen_prelude::Promise;
 use napi::threadsafe_function::ThreadsafeFunction;
@@ -22,31 +22,53 @@ pub type RunFn = ThreadsafeFunction<String, Promise<String>, String, Status, fal
 /// Executor over a JS `Sql` (see module docs).
 pub struct JsExec {
     run: RunFn,
-    in_tx: bool,
+    opening: Opening,
     begun: bool,
+}
+
+/// How a unit starts on the wrapped `Sql`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Opening {
+    /// Statement by statement.
+    None,
+    /// Inside the `Sql`'s own `tx`.
+    Tx,
+    /// Behind a savepoint, inside a caller's transaction the `Sql` handle belongs to (`inTx`):
+    /// a failing unit goes back to it and leaves nothing of itself behind.
+    Savepoint,
 }
 
 /// Runs `body` over the bridge `run` in `mode`: inside the wrapped `Sql`'s `tx` for a
 /// transaction (opened with the first statement, committed when `body` succeeded, rolled back
-/// when it failed), statement by statement otherwise.
-pub async fn run<T, F>(run: RunFn, mode: Mode, body: F) -> Result<T>
+/// when it failed), statement by statement otherwise. A `joined` backend's `Sql` is a handle of
+/// the caller's transaction: every unit then runs behind a savepoint instead.
+pub async fn run<T, F>(run: RunFn, mode: Mode, joined: bool, body: F) -> Result<T>
 where
     F: for<'a> FnOnce(&'a mut JsExec) -> BoxFut<'a, T>,
 {
+    let opening = match (joined, mode) {
+        (true, _) => Opening::Savepoint,
+        (false, Mode::Transaction) => Opening::Tx,
+        (false, Mode::Autocommit) => Opening::None,
+    };
     let mut ex = JsExec {
         run,
-        in_tx: mode == Mode::Transaction,
+        opening,
         begun: false,
     };
     let result = body(&mut ex).await;
     if !ex.begun {
         return result;
     }
-    match result {
-        Ok(v) => ex.request(r#"{"op":"commit"}"#.into()).await.map(|_| v),
-        Err(e) => {
+    match (result, opening) {
+        (Ok(v), Opening::Tx) => ex.request(r#"{"op":"commit"}"#.into()).await.map(|_| v),
+        (Ok(v), _) => Ok(v),
+        (Err(e), opening) => {
             // The body's error is what the caller needs; a failing rollback adds nothing.
-            let _ = ex.request(r#"{"op":"rollback"}"#.into()).await;
+            let _ = match opening {
+                Opening::Savepoint => ex.one(Stmt::exec(exec::UNIT_UNDO, vec![])).await.map(drop),
+                _ => ex.request(r#"{"op":"rollback"}"#.into()).await.map(drop),
+            };
             Err(e)
         }
     }
@@ -100,8 +122,15 @@ impl Exec for JsExec {
     }
 
     async fn batch(&mut self, stmts: Vec<Stmt>) -> Result<Vec<Outcome>> {
-        if self.in_tx && !self.begun && !stmts.is_empty() {
-            self.request(r#"{"op":"begin"}"#.into()).await?;
+        if self.opening != Opening::None && !self.begun && !stmts.is_empty() {
+            match self.opening {
+                Opening::Savepoint => {
+                    self.one(Stmt::exec(exec::UNIT_SAVEPOINT, vec![])).await?;
+                }
+                _ => {
+                    self.request(r#"{"op":"begin"}"#.into()).await?;
+                }
+            }
             self.begun = true;
         }
         let mut out = Vec::with_capacity(stmts.len());
