@@ -465,3 +465,36 @@ export declare function inTx<T>(
   fn: (backend: MysqlBackend, tx: Sql) => Promise<T>,
   opts?: NativeBackendOpts,
 ): Promise<T>;
+
+// ---- health check --------------------------------------------------------------------------
+
+export type Verdict = 'ok' | 'warn' | 'fail';
+export interface DoctorCheck {
+  name: string;
+  verdict: Verdict;
+  detail: string;
+  value?: unknown;
+}
+export interface DoctorResult {
+  /** The worst verdict of all checks. */
+  verdict: Verdict;
+  checks: DoctorCheck[];
+}
+export interface DoctorOpts {
+  /** The layout to expect (default '2.0.0-alpha.2'; the `/v3` entry: '3.0.0'). */
+  contract?: Contract;
+  /** 3.0: whether the `pending_work` function is expected (default true). */
+  pendingWork?: boolean;
+  /** Check as for `mysqlPool(x, { setIsolation })`. */
+  setIsolation?: boolean;
+  /** The pool settings to judge against the server's limits (default: mysqlPool's defaults). */
+  pool?: { connectionLimit?: number; acquireTimeoutMs?: number; queryTimeoutMs?: number; setIsolation?: boolean };
+  /** Bound on connecting when given a URL or options, ms (default 5000). */
+  timeoutMs?: number;
+}
+/**
+ * A read-only health check of one database for this package (also `npx
+ * iterativeflow-mysql-native doctor <url>`). Resolves even when the server is unreachable (one
+ * failing `connection` check); rejects only on bad arguments.
+ */
+export declare function checkDatabase(sql: Sql | PoolSource, prefix?: string, opts?: DoctorOpts): Promise<DoctorResult>;

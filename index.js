@@ -5,6 +5,7 @@ const { mysqlPool } = require('./lib/sql');
 const { createMysqlBackend } = require('./lib/backend');
 const { ddl, applySchema, tables } = require('./lib/schema');
 const { inTx } = require('./lib/intx');
+const { checkDatabase } = require('./lib/doctor');
 
 module.exports.mysqlPool = mysqlPool;
 module.exports.createMysqlBackend = createMysqlBackend;
@@ -12,3 +13,4 @@ module.exports.applySchema = applySchema;
 module.exports.ddl = ddl;
 module.exports.tables = tables;
 module.exports.inTx = inTx;
+module.exports.checkDatabase = checkDatabase;

@@ -5,6 +5,7 @@ const { mysqlPool } = require('./lib/sql');
 const { backendOf } = require('./lib/backend');
 const { ddlOf, applySchemaOf, tables } = require('./lib/schema');
 const { inTxOf } = require('./lib/intx');
+const { checkDatabaseOf } = require('./lib/doctor');
 
 const V3 = '3.0.0';
 
@@ -14,3 +15,4 @@ module.exports.applySchema = (sql, prefix, opts) => applySchemaOf(sql, prefix, o
 module.exports.ddl = (prefix, opts) => ddlOf(prefix, opts, V3);
 module.exports.inTx = (poolOrSql, fn, opts) => inTxOf(poolOrSql, fn, opts, V3);
 module.exports.tables = tables;
+module.exports.checkDatabase = (sql, prefix, opts) => checkDatabaseOf(sql, prefix, opts, V3);
