@@ -239,8 +239,12 @@ export async function startFaultProxy({ port, host = '127.0.0.1' } = {}) {
   }
 
   function reset(sock) {
-    // resetAndDestroy() closes with SO_LINGER 0: the peer gets an RST, not a FIN.
-    if (!sock.destroyed) sock.resetAndDestroy();
+    if (sock.destroyed) return;
+    // resetAndDestroy() closes with SO_LINGER 0: the peer gets an RST, not a FIN. Not once
+    // end() was called: libuv then refuses the reset (a shutdown is pending) and Node 20 leaves
+    // that handle open forever, so the process spins at exit. A FIN is all that is left to send.
+    if (sock.writableEnded) sock.destroy();
+    else sock.resetAndDestroy();
   }
 
   function killBoth(c) {
