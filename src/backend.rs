@@ -17,6 +17,7 @@ use crate::{js, metrics, queue, store, timer};
 use napi::bindgen_prelude::PromiseRaw;
 use napi::Env;
 use napi_derive::napi;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -30,6 +31,16 @@ pub struct NativeBackend {
     tx: Option<Arc<TxInner>>,
     /// A wrapped backend whose `Sql` is a handle of the caller's transaction (`inTx`).
     joined: bool,
+    /// What the last `claim` / `dueBatch` found, to start the next one with a cheap probe when
+    /// it found nothing (an idle worker polls).
+    idle: Arc<Idle>,
+}
+
+/// Whether the last claim / dueBatch came back empty.
+#[derive(Default)]
+struct Idle {
+    claim: AtomicBool,
+    due: AtomicBool,
 }
 
 fn schema_of(env: &Env, prefix: &str, contract: &str) -> napi::Result<Arc<Schema>> {
@@ -118,6 +129,7 @@ impl NativeBackend {
             pool: Some(sql.handle.clone()),
             tx: None,
             joined: false,
+            idle: Arc::default(),
         })
     }
 
@@ -134,6 +146,7 @@ impl NativeBackend {
             pool: None,
             tx: Some(tx.inner.clone()),
             joined: true,
+            idle: Arc::default(),
         })
     }
 
@@ -151,6 +164,7 @@ impl NativeBackend {
             pool: None,
             tx: None,
             joined,
+            idle: Arc::default(),
         })
     }
 
@@ -258,7 +272,9 @@ impl NativeBackend {
             env,
             "arriveAtJoin",
             via,
-            Mode::Transaction,
+            // Natively one atomic UPDATE (see `store::arrive_at_join`); a wrapped `Sql` may not
+            // report `insertId`, so there the re-read shares the UPDATE's transaction.
+            Mode::transaction_if(via.is_some()),
             (parent_run_id),
             |e, t| { store::arrive_at_join(e, t, parent_run_id) }
         )
@@ -590,14 +606,24 @@ impl NativeBackend {
         via: Option<RunFn>,
     ) -> Answer<'env, String> {
         let ids = id_fn.map(JsIds);
+        let idle = self.idle.clone();
         unit!(
             self,
             env,
             "claim",
             via,
             Mode::Transaction,
-            (at, lease_ms, limit, names, ids),
-            |e, t| queue::claim(e, t, *at, *lease_ms, *limit, names.as_deref(), ids.as_ref())
+            (at, lease_ms, limit, names, ids, idle),
+            |e, t| queue::claim(
+                e,
+                t,
+                *at,
+                *lease_ms,
+                *limit,
+                names.as_deref(),
+                ids.as_ref(),
+                &idle.claim
+            )
         )
     }
 
@@ -829,14 +855,15 @@ impl NativeBackend {
         limit: i64,
         via: Option<RunFn>,
     ) -> Answer<'env, Vec<String>> {
+        let idle = self.idle.clone();
         unit!(
             self,
             env,
             "dueBatch",
             via,
             Mode::Transaction,
-            (now, limit),
-            |e, t| { timer::due_batch(e, t, *now, *limit) }
+            (now, limit, idle),
+            |e, t| { timer::due_batch(e, t, *now, *limit, &idle.due) }
         )
     }
 

@@ -67,6 +67,13 @@ pub trait Exec: Send {
     }
 
     fn batch(&mut self, stmts: Vec<Stmt>) -> impl Future<Output = Result<Vec<Outcome>>> + Send;
+
+    /// Like `batch`, but before the unit's transaction opens (an autocommit read that may show
+    /// the unit has nothing to do, so it never opens one). Only valid as the first batch.
+    fn batch_before_tx(
+        &mut self,
+        stmts: Vec<Stmt>,
+    ) -> impl Future<Output = Result<Vec<Outcome>>> + Send;
 }
 
 /// Shared pool state: the driver pool plus settings and counters.
@@ -370,6 +377,13 @@ impl NativeExec<'_> {
 impl Exec for NativeExec<'_> {
     fn batch(&mut self, stmts: Vec<Stmt>) -> impl Future<Output = Result<Vec<Outcome>>> + Send {
         self.run_batch(stmts)
+    }
+
+    async fn batch_before_tx(&mut self, stmts: Vec<Stmt>) -> Result<Vec<Outcome>> {
+        let opening = self.opening.take();
+        let out = self.run_batch(stmts).await;
+        self.opening = opening;
+        out
     }
 }
 

@@ -121,6 +121,13 @@ impl Exec for JsExec {
         false
     }
 
+    async fn batch_before_tx(&mut self, stmts: Vec<Stmt>) -> Result<Vec<Outcome>> {
+        let opening = std::mem::replace(&mut self.opening, Opening::None);
+        let out = self.batch(stmts).await;
+        self.opening = opening;
+        out
+    }
+
     async fn batch(&mut self, stmts: Vec<Stmt>) -> Result<Vec<Outcome>> {
         if self.opening != Opening::None && !self.begun && !stmts.is_empty() {
             match self.opening {

@@ -214,27 +214,40 @@ pub async fn load_run_rows<E: Exec>(e: &mut E, t: &Schema, ids: &[String]) -> Re
     RUN.write_all(&out[0].rows, t.contract)
 }
 
-/// `arriveAtJoin`: decrement and re-read (the caller makes it one transaction); `None` for an
-/// unknown run.
+/// `arriveAtJoin`: decrement and answer the new count; `None` for an unknown run. One atomic
+/// UPDATE that hands its result back through `LAST_INSERT_ID(expr)` (shifted, as in
+/// `markRunning`), so no transaction and no re-read are needed natively; a wrapped `Sql` runs
+/// the re-read too, in the same transaction, for when its driver does not report `insertId`.
 pub async fn arrive_at_join<E: Exec>(e: &mut E, t: &Schema, parent: &str) -> Result<Option<i64>> {
-    let out = e
-        .batch(vec![
-            Stmt::exec(
-                format!(
-                    "UPDATE {} SET join_remaining = join_remaining - 1 WHERE id = ?",
-                    t.run
-                ),
-                vec![s(parent)],
-            ),
-            Stmt::query(
-                format!("SELECT join_remaining FROM {} WHERE id = ?", t.run),
-                vec![s(parent)],
-                &["join_remaining"],
-            ),
-        ])
-        .await?;
+    let update = Stmt::exec(
+        format!(
+            "UPDATE {} FORCE INDEX (PRIMARY) SET join_remaining = \
+             CAST(LAST_INSERT_ID(join_remaining - 1 + {SHIFT}) AS SIGNED) - {SHIFT} WHERE id = ?",
+            t.run
+        ),
+        vec![s(parent)],
+    );
+    let read = || {
+        Stmt::query(
+            format!("SELECT join_remaining FROM {} WHERE id = ?", t.run),
+            vec![s(parent)],
+            &["join_remaining"],
+        )
+    };
+    let mut out = if e.one_session() {
+        e.batch(vec![update]).await?
+    } else {
+        e.batch(vec![update, read()]).await?
+    };
     if out[0].affected == 0 {
         return Ok(None);
+    }
+    if let Some(n) = shifted(&out) {
+        return Ok(Some(n));
+    }
+    // No id in the OK packet (a driver that does not report it): the re-read answers.
+    if out.len() < 2 {
+        out.extend(e.batch(vec![read()]).await?);
     }
     Ok(first_row(&out, 1).and_then(|r| int(&r[0])))
 }
@@ -265,9 +278,10 @@ pub async fn post_signal<E: Exec>(
     write_then_enqueue(e, t, insert, run_id).await
 }
 
-/// `LAST_INSERT_ID()` is unsigned: the new attempt count travels shifted by 2^31, which keeps
-/// every INT value (also a negative count someone else wrote) representable and above zero.
-const ATTEMPTS_SHIFT: i64 = 1 << 31;
+/// `LAST_INSERT_ID()` is unsigned and 0 means "none": a new INT value read back through it
+/// travels shifted by 2^32, which keeps every INT value (also a negative one, down to -2^31)
+/// representable and above zero.
+const SHIFT: i64 = 1 << 32;
 
 /// `markRunning`: bump attempts unless terminal, without a transaction. The UPDATE is atomic and
 /// hands its new `attempts` back through `LAST_INSERT_ID(expr)` in its OK packet, so no other
@@ -285,7 +299,7 @@ pub async fn mark_running<E: Exec>(e: &mut E, t: &Schema, run_id: &str) -> Resul
     let update = Stmt::exec(
         format!(
             "UPDATE {} FORCE INDEX (PRIMARY) SET status = 'running', \
-             attempts = CAST(LAST_INSERT_ID(attempts + 1 + {ATTEMPTS_SHIFT}) AS SIGNED) - {ATTEMPTS_SHIFT} \
+             attempts = CAST(LAST_INSERT_ID(attempts + 1 + {SHIFT}) AS SIGNED) - {SHIFT} \
              WHERE id = ? AND {live}",
             t.run
         ),
@@ -298,13 +312,13 @@ pub async fn mark_running<E: Exec>(e: &mut E, t: &Schema, run_id: &str) -> Resul
     );
     let (count, rows) = if e.one_session() {
         let out = e.batch(vec![update]).await?;
-        match bumped(&out) {
+        match shifted(&out) {
             Some(n) => (Some(n), Vec::new()),
             None => (None, e.batch(vec![read]).await?),
         }
     } else {
         let mut out = e.batch(vec![update, read]).await?;
-        (bumped(&out), out.split_off(1))
+        (shifted(&out), out.split_off(1))
     };
     if let Some(n) = count {
         return Ok(n);
@@ -317,12 +331,13 @@ pub async fn mark_running<E: Exec>(e: &mut E, t: &Schema, run_id: &str) -> Resul
     req_int(&row[0], "attempts")
 }
 
-/// The new attempt count when the markRunning UPDATE (first outcome) bumped the run.
-fn bumped(out: &[Outcome]) -> Option<i64> {
+/// The value a shifted `LAST_INSERT_ID(expr)` UPDATE (first outcome) wrote, when it matched
+/// one row and its OK packet carried the id.
+fn shifted(out: &[Outcome]) -> Option<i64> {
     out.first()
         .filter(|o| o.affected == 1 && o.insert_id > 0)
         .and_then(|o| i64::try_from(o.insert_id).ok())
-        .map(|shifted| shifted - ATTEMPTS_SHIFT)
+        .map(|v| v - SHIFT)
 }
 
 /// `checkpointStep`: first-writer-wins step insert plus its outbox.
@@ -394,29 +409,19 @@ pub async fn checkpoint_step<E: Exec>(
     if fence.is_some() {
         return fenced_checkpoint(e, t, c, fx, insert, read()).await;
     }
-    let out = if fx.is_none() && e.one_session() {
-        let first = e.batch(vec![insert]).await?;
-        if first.first().is_some_and(|o| o.affected == 1) {
-            return echo_step(t, c);
-        }
-        e.batch(vec![read()]).await?
-    } else {
-        let effects = |guarded| {
-            fx.map(|fx| statements::outbox(t, fx, guarded))
-                .unwrap_or_default()
-        };
-        guarded_write(
-            e,
-            Vec::new(),
-            insert,
-            Won::ExactlyOne,
-            effects,
-            vec![read()],
-        )
-        .await?
-        .2
+    let effects = |guarded| {
+        fx.map(|fx| statements::outbox(t, fx, guarded))
+            .unwrap_or_default()
     };
-    memo(t, c, first_row(&out, out.len().saturating_sub(1)))
+    // A winning insert stored exactly what was asked, so it answers from the arguments; only a
+    // loser (or a run that is gone) reads what is there.
+    let (won, _, _) =
+        guarded_write(e, Vec::new(), insert, Won::ExactlyOne, effects, Vec::new()).await?;
+    if won {
+        return echo_step(t, c);
+    }
+    let out = e.batch(vec![read()]).await?;
+    memo(t, c, first_row(&out, 0))
 }
 
 /// The answer of a checkpoint from its winner read: the stored memo, or "run not found".

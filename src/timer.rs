@@ -6,6 +6,7 @@ use crate::exec::{Exec, Stmt};
 use crate::literal::holes;
 use crate::schema::Schema;
 use crate::statements;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// `schedule`: upsert; the latest call wins.
 pub async fn schedule<E: Exec>(e: &mut E, t: &Schema, run_id: &str, fire_at: i64) -> Result<()> {
@@ -15,13 +16,30 @@ pub async fn schedule<E: Exec>(e: &mut E, t: &Schema, run_id: &str, fire_at: i64
 }
 
 /// `dueBatch`: lock due deadlines (skipping ones another worker holds), delete them, return
-/// their run ids (the caller makes it one transaction).
+/// their run ids (the caller makes it one transaction). `idle` as for `queue::claim`.
 pub async fn due_batch<E: Exec>(
     e: &mut E,
     t: &Schema,
     now: i64,
     limit: i64,
+    idle: &AtomicBool,
 ) -> Result<Vec<String>> {
+    if idle.load(Ordering::Relaxed) {
+        // Nothing was due last time: ask without a transaction first (see `queue::claim`).
+        let any = e
+            .batch_before_tx(vec![Stmt::query(
+                format!(
+                    "SELECT 1 AS any FROM {} WHERE fire_at <= ? LIMIT 1",
+                    t.timer
+                ),
+                vec![i(now)],
+                &["any"],
+            )])
+            .await?;
+        if any[0].rows.is_empty() {
+            return Ok(Vec::new());
+        }
+    }
     let picked = e
         .batch(vec![Stmt::query(
             format!(
@@ -37,6 +55,7 @@ pub async fn due_batch<E: Exec>(
         .iter()
         .filter_map(|r| string(&r[0]))
         .collect();
+    idle.store(ids.is_empty(), Ordering::Relaxed);
     if !ids.is_empty() {
         e.batch(vec![Stmt::exec(
             format!(

@@ -76,6 +76,62 @@ test('16 racing checkpoints of one step all return the single stored winner', as
   assert.equal(await ctx.count('step', 'run_id = ?', [run]), 1);
 });
 
+test('a winning checkpoint with an outbox answers the stored memo; a losing one the winner, applying nothing', async () => {
+  const run = await ctx.newRun();
+  const child = await ctx.newRun();
+  const won = await ctx.store.checkpointStep(
+    { runId: run, cursorKey: 'o', status: 'ok', result: { big: 'x'.repeat(5000), n: -0.5 }, attempts: 4, shape: 's' },
+    { enqueue: [{ runId: child }], timers: [{ runId: run, fireAt: at(9) }] },
+  );
+  assert.deepStrictEqual(won, await storedStep(run, 'o'));
+  assert.equal(await ctx.count('job', 'run_id = ?', [child]), 1, 'outbox enqueue applied');
+  assert.equal(await ctx.count('timer', 'run_id = ?', [run]), 1, 'outbox timer applied');
+  const other = await ctx.newRun();
+  const lost = await ctx.store.checkpointStep(
+    { runId: run, cursorKey: 'o', status: 'ok', result: 'late', attempts: 5 },
+    { enqueue: [{ runId: other }] },
+  );
+  assert.deepStrictEqual(lost, won, 'the loser gets the stored winner');
+  assert.equal(await ctx.count('job', 'run_id = ?', [other]), 0, 'the losing outbox applied nothing');
+});
+
+test('arriveAtJoin answers the count it stored (from the UPDATE), undefined for an unknown run', async () => {
+  const parent = await ctx.newRun();
+  for (const start of [3, 0, 2 ** 31 - 1, -(2 ** 31) + 1]) {
+    await ctx.rows(`UPDATE ${ctx.t.run} SET join_remaining = ? WHERE id = ?`, [start, parent]);
+    assert.equal(await ctx.store.arriveAtJoin(parent), start - 1, `from ${start}`);
+    assert.equal((await ctx.rows(`SELECT join_remaining FROM ${ctx.t.run} WHERE id = ?`, [parent]))[0].join_remaining, start - 1);
+  }
+  assert.equal(await ctx.store.arriveAtJoin('no-such-run'), undefined);
+});
+
+test('claim and dueBatch after an empty answer cost one statement, and still find work that arrives later', async () => {
+  // The backend's statements are counted by our pool; over a wrapped `Sql` it sees none of them.
+  const counted = ctx.executor === 'native';
+  const stats = () => ctx.sql.stats().statements;
+  // Two empty polls: the second starts from "the last one found nothing".
+  assert.deepEqual(await ctx.queue.claim({ limit: 5, leaseMs: LEASE, now: at(0) }), []);
+  assert.deepEqual(await ctx.timer.dueBatch({ now: at(0), limit: 5 }), []);
+  let before = stats();
+  assert.deepEqual(await ctx.queue.claim({ limit: 5, leaseMs: LEASE, now: at(0) }), []);
+  if (counted) assert.equal(stats() - before, 1, 'an idle claim is one statement');
+  before = stats();
+  assert.deepEqual(await ctx.timer.dueBatch({ now: at(0), limit: 5 }), []);
+  if (counted) assert.equal(stats() - before, 1, 'an idle dueBatch is one statement');
+
+  const run = await ctx.newRun();
+  await ctx.queue.enqueue(run, { runAt: at(1) });
+  await ctx.timer.schedule(run, at(1));
+  assert.deepEqual(await ctx.queue.claim({ limit: 5, leaseMs: LEASE, now: at(0) }), [], 'not due yet');
+  assert.deepEqual(await ctx.timer.dueBatch({ now: at(0), limit: 5 }), [], 'not due yet');
+  const leases = await ctx.queue.claim({ limit: 5, leaseMs: LEASE, now: at(1) });
+  assert.deepEqual(leases.map((l) => l.runId), [run], 'due now: claimed');
+  assert.deepEqual(await ctx.timer.dueBatch({ now: at(1), limit: 5 }), [run], 'due now: fired');
+  assert.equal(await ctx.count('timer'), 0);
+  // A job leased by someone else is not claimable, probe or not.
+  assert.deepEqual(await ctx.queue.claim({ limit: 5, leaseMs: LEASE, now: at(2) }), []);
+});
+
 test('markRunning counts from the UPDATE, and reads the row only for terminal or unknown runs', async () => {
   const run = await ctx.newRun();
   for (let n = 1; n <= 3; n++) {
