@@ -308,7 +308,12 @@ export interface Store {
   loadRunRow(runId: string): Promise<RunRow | undefined>;
   loadRunRows(runIds: readonly string[]): Promise<(RunRow | undefined)[]>;
   arriveAtJoin(parentRunId: string): Promise<number | undefined>;
-  postSignal(runId: string, name: string, payload: unknown, opts?: { idempotencyKey?: string }): Promise<{ delivered: boolean }>;
+  postSignal(
+    runId: string,
+    name: string,
+    payload: unknown,
+    opts?: { idempotencyKey?: string },
+  ): Promise<{ delivered: boolean }>;
   markRunning(runId: string): Promise<number>;
   checkpointStep(c: StepCheckpoint, fx?: Outbox): Promise<StepOutcome>;
   suspendRun(runId: string, status: SuspendStatus, fx?: Outbox): Promise<void>;
@@ -411,10 +416,16 @@ export interface ClaimOptsV3 extends ClaimOpts {
   names?: readonly string[];
 }
 
-export interface StoreV3 extends Omit<Store, 'startRun' | 'startManyRuns' | 'loadRun' | 'checkpointStep' | 'suspendRun' | 'markTerminal' | 'listRuns'> {
+export interface StoreV3
+  extends Omit<
+    Store,
+    'startRun' | 'startManyRuns' | 'loadRun' | 'checkpointStep' | 'suspendRun' | 'markTerminal' | 'listRuns'
+  > {
   startRun(spec: RunSpecV3): Promise<StartResult>;
   startManyRuns(specs: readonly RunSpecV3[]): Promise<StartResult[]>;
-  loadRun(runId: string): Promise<
+  loadRun(
+    runId: string,
+  ): Promise<
     { run: RunRow; steps: ReadonlyMap<string, StepOutcomeV3>; signals: readonly DeliveredSignal[] } | undefined
   >;
   checkpointStep(c: StepCheckpointV3, fx?: OutboxV3): Promise<CheckpointResult>;

@@ -1,17 +1,13 @@
 // Types of iterativeflow-mysql-native/v3: the package with the 3.0.0 contract as the default.
-import type {
-  MysqlBackend,
-  NativeBackendOpts,
-  MysqlBackendV3,
-  SchemaOpts,
-  Sql,
-  TxSource,
-} from './index';
+import type { MysqlBackend, NativeBackendOpts, MysqlBackendV3, SchemaOpts, Sql, TxSource } from './index';
 
 export * from './index';
 
 /** The four ports (3.0.0 unless `contract: '2.0.0-alpha.2'`). */
-export declare function createMysqlBackend(sql: Sql, opts: NativeBackendOpts & { contract: '2.0.0-alpha.2' }): MysqlBackend;
+export declare function createMysqlBackend(
+  sql: Sql,
+  opts: NativeBackendOpts & { contract: '2.0.0-alpha.2' },
+): MysqlBackend;
 export declare function createMysqlBackend(sql: Sql, opts?: NativeBackendOpts): MysqlBackendV3;
 /** The 3.0 layout by default. */
 export declare function ddl(prefix?: string, opts?: SchemaOpts): string[];

@@ -35,10 +35,13 @@ test('freshDatabase() gives distinct, isolated, droppable databases', async () =
       await ca.query('CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(50) NOT NULL)');
       await ca.query('INSERT INTO items VALUES (?, ?), (?, ?)', [1, 'one', 2, 'zwei ✓']);
       const [rows] = await ca.query('SELECT id, name FROM items ORDER BY id');
-      assert.deepEqual(rows.map((r) => ({ ...r })), [
-        { id: 1, name: 'one' },
-        { id: 2, name: 'zwei ✓' },
-      ]);
+      assert.deepEqual(
+        rows.map((r) => ({ ...r })),
+        [
+          { id: 1, name: 'one' },
+          { id: 2, name: 'zwei ✓' },
+        ],
+      );
 
       // Not visible from the other database.
       const [tables] = await cb.query('SHOW TABLES');

@@ -78,7 +78,9 @@ async function main() {
     return 2;
   }
   if (files.length === 0) {
-    log(`no *.test.mjs files found${selection.length ? ` in ${selection.join(' ')}` : ` under ${path.relative(process.cwd(), here) || '.'}`}`);
+    log(
+      `no *.test.mjs files found${selection.length ? ` in ${selection.join(' ')}` : ` under ${path.relative(process.cwd(), here) || '.'}`}`,
+    );
     return 1;
   }
 
@@ -95,15 +97,22 @@ async function main() {
   const onSignal = (sig) => {
     if (interrupted) {
       // Second signal: stop waiting.
-      if (child) try { process.kill(-child.pid, 'SIGKILL'); } catch {}
+      if (child)
+        try {
+          process.kill(-child.pid, 'SIGKILL');
+        } catch {}
       return;
     }
     interrupted = sig;
     log(`${sig}: stopping tests`);
     if (child) {
-      try { process.kill(-child.pid, sig); } catch {}
+      try {
+        process.kill(-child.pid, sig);
+      } catch {}
       setTimeout(() => {
-        try { process.kill(-child.pid, 'SIGKILL'); } catch {}
+        try {
+          process.kill(-child.pid, 'SIGKILL');
+        } catch {}
       }, KILL_GRACE_MS).unref();
     }
   };
@@ -144,7 +153,9 @@ async function main() {
       child.once('exit', (code, signal) => resolve({ code, signal }));
     });
     // Leftovers in the group (a test's stray subprocess): end them.
-    try { process.kill(-child.pid, 'SIGKILL'); } catch {}
+    try {
+      process.kill(-child.pid, 'SIGKILL');
+    } catch {}
 
     if (interrupted) return 128 + os.constants.signals[interrupted];
     if (signal) {

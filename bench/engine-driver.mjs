@@ -17,23 +17,26 @@
  * Creates `n` pending runs through the backend (`startRun`) and enqueues each (`queue.enqueue`),
  * `concurrency` at a time. Returns their ids in creation order.
  */
-export async function createRuns(backend, { n, name = 'bench', version = 1, input = (i) => ({ i }), concurrency = 16 } = {}) {
-  const ids = new Array(n)
-  let next = 0
+export async function createRuns(
+  backend,
+  { n, name = 'bench', version = 1, input = (i) => ({ i }), concurrency = 16 } = {},
+) {
+  const ids = new Array(n);
+  let next = 0;
   const worker = async () => {
     for (;;) {
-      const i = next++
-      if (i >= n) return
-      const { runId } = await backend.store.startRun({ name, version, input: input(i) })
-      await backend.queue.enqueue(runId)
-      ids[i] = runId
+      const i = next++;
+      if (i >= n) return;
+      const { runId } = await backend.store.startRun({ name, version, input: input(i) });
+      await backend.queue.enqueue(runId);
+      ids[i] = runId;
     }
-  }
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, n)) }, worker))
-  return ids
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, n)) }, worker));
+  return ids;
 }
 
-const TERMINAL = new Set(['done', 'failed', 'canceled'])
+const TERMINAL = new Set(['done', 'failed', 'canceled']);
 
 /**
  * Drives every claimable run to `done` through the engine-shaped sequence.
@@ -59,59 +62,66 @@ export async function drainRuns(backend, opts = {}) {
     output = () => ({ done: true }),
     maxRuns = Infinity,
     retry = (fn) => fn(),
-  } = opts
-  const { store, queue, timer } = backend
-  const stats = { runs: 0, completed: 0, skipped: 0, claims: 0, emptyClaims: 0, checkpoints: 0, ms: 0 }
-  const t0 = performance.now()
+  } = opts;
+  const { store, queue, timer } = backend;
+  const stats = { runs: 0, completed: 0, skipped: 0, claims: 0, emptyClaims: 0, checkpoints: 0, ms: 0 };
+  const t0 = performance.now();
 
   const tick = async (lease) => {
-    const snap = await retry(() => store.loadRun(lease.runId))
+    const snap = await retry(() => store.loadRun(lease.runId));
     if (!snap || TERMINAL.has(snap.run.status)) {
-      stats.skipped += 1
-      await retry(() => queue.ack(lease))
-      return
+      stats.skipped += 1;
+      await retry(() => queue.ack(lease));
+      return;
     }
-    const attempt = await retry(() => store.markRunning(lease.runId))
+    const attempt = await retry(() => store.markRunning(lease.runId));
     for (let i = 0; i < steps; i++) {
-      const cursorKey = `s${i}`
-      if (snap.steps.has(cursorKey)) continue
-      const c = { runId: lease.runId, cursorKey, status: 'ok', result: result(lease.runId, i), attempts: attempt, shape: `step:s${i}` }
-      await retry(() => store.checkpointStep(c))
-      stats.checkpoints += 1
+      const cursorKey = `s${i}`;
+      if (snap.steps.has(cursorKey)) continue;
+      const c = {
+        runId: lease.runId,
+        cursorKey,
+        status: 'ok',
+        result: result(lease.runId, i),
+        attempts: attempt,
+        shape: `step:s${i}`,
+      };
+      await retry(() => store.checkpointStep(c));
+      stats.checkpoints += 1;
     }
-    const outcome = { status: 'done', output: output(lease.runId) }
-    await retry(() => store.markTerminal(lease.runId, outcome))
-    stats.completed += 1
-    await retry(() => queue.ack(lease))
-  }
+    const outcome = { status: 'done', output: output(lease.runId) };
+    await retry(() => store.markTerminal(lease.runId, outcome));
+    stats.completed += 1;
+    await retry(() => queue.ack(lease));
+  };
 
   const loop = async () => {
     while (stats.runs < maxRuns) {
       if (dueBatch) {
-        const due = await retry(() => timer.dueBatch({ limit: batch }))
-        await Promise.all(due.map((id) => retry(() => queue.enqueue(id))))
+        const due = await retry(() => timer.dueBatch({ limit: batch }));
+        await Promise.all(due.map((id) => retry(() => queue.enqueue(id))));
       }
-      const leases = await retry(() => queue.claim({ limit: batch, leaseMs }))
-      stats.claims += 1
+      const leases = await retry(() => queue.claim({ limit: batch, leaseMs }));
+      stats.claims += 1;
       if (leases.length === 0) {
-        stats.emptyClaims += 1
-        return
+        stats.emptyClaims += 1;
+        return;
       }
       for (const lease of leases) {
-        stats.runs += 1
-        await tick(lease)
+        stats.runs += 1;
+        await tick(lease);
       }
     }
-  }
+  };
 
-  await Promise.all(Array.from({ length: Math.max(1, loops) }, loop))
-  stats.ms = performance.now() - t0
-  return stats
+  await Promise.all(Array.from({ length: Math.max(1, loops) }, loop));
+  stats.ms = performance.now() - t0;
+  return stats;
 }
 
 /** `createRuns` then `drainRuns`; returns the drain stats plus the created `ids`. */
 export async function runEngineShaped(backend, { n, ...opts } = {}) {
-  const ids = await createRuns(backend, { n, ...opts })
-  const stats = await drainRuns(backend, opts)
-  return { ...stats, ids }
+  const ids = await createRuns(backend, { n, ...opts });
+  const stats = await drainRuns(backend, opts);
+  return { ...stats, ids };
 }

@@ -13,68 +13,68 @@
 // Each worker has its own pool (the implementation's default: 10 connections) and runs ONE engine
 // loop over the shared queue, like one engine process of a deployment.
 
-import { readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
-import { performance } from 'node:perf_hooks'
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { performance } from 'node:perf_hooks';
 
-import { driveFlow, makeRetry, retryingBackend } from './flows.mjs'
+import { driveFlow, makeRetry, retryingBackend } from './flows.mjs';
 
-const require = createRequire(import.meta.url)
+const require = createRequire(import.meta.url);
 
-let sql
-let closeSql
-let backend
-let stopping = false
-const counter = { retries: 0 }
+let sql;
+let closeSql;
+let backend;
+let stopping = false;
+const counter = { retries: 0 };
 
-const send = (m) => process.send(m)
+const send = (m) => process.send(m);
 
 function mainThreadCpuUs() {
   try {
-    const s = readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8')
-    return Number(s.split(' ')[0]) / 1000
+    const s = readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8');
+    return Number(s.split(' ')[0]) / 1000;
   } catch {}
-  return NaN
+  return NaN;
 }
 
-const internalRetries = () => Number(typeof sql?.stats === 'function' ? (sql.stats()?.deadlockRetries ?? 0) : 0)
+const internalRetries = () => Number(typeof sql?.stats === 'function' ? (sql.stats()?.deadlockRetries ?? 0) : 0);
 
 async function init(m) {
   if (m.impl === 'seed') {
-    const { loadSeed } = await import('../__test__/helpers/seed.mjs')
-    const { default: mysql } = await import('mysql2/promise')
-    const seed = await loadSeed()
-    const pool = mysql.createPool({ uri: m.url, connectionLimit: 10 })
-    sql = seed.mysqlPool(pool)
-    closeSql = () => pool.end()
-    backend = seed.createMysqlBackend(sql, { prefix: m.prefix })
+    const { loadSeed } = await import('../__test__/helpers/seed.mjs');
+    const { default: mysql } = await import('mysql2/promise');
+    const seed = await loadSeed();
+    const pool = mysql.createPool({ uri: m.url, connectionLimit: 10 });
+    sql = seed.mysqlPool(pool);
+    closeSql = () => pool.end();
+    backend = seed.createMysqlBackend(sql, { prefix: m.prefix });
   } else {
-    const native = require(m.nativeModule)
-    sql = native.mysqlPool(m.url)
-    closeSql = () => sql.close()
-    backend = native.createMysqlBackend(sql, { prefix: m.prefix })
+    const native = require(m.nativeModule);
+    sql = native.mysqlPool(m.url);
+    closeSql = () => sql.close();
+    backend = native.createMysqlBackend(sql, { prefix: m.prefix });
   }
   // Open the pool's connections before anything is measured.
-  await Promise.all(Array.from({ length: 32 }, () => backend.store.loadRunRow('warm-up')))
-  await Promise.all(Array.from({ length: 16 }, () => backend.queue.claim({ limit: 1, leaseMs: 1, now: new Date(0) })))
-  send({ type: 'ready' })
+  await Promise.all(Array.from({ length: 32 }, () => backend.store.loadRunRow('warm-up')));
+  await Promise.all(Array.from({ length: 16 }, () => backend.queue.claim({ limit: 1, leaseMs: 1, now: new Date(0) })));
+  send({ type: 'ready' });
 }
 
 async function go(m, flowOpts) {
-  const cpu0 = process.cpuUsage()
-  const th0 = mainThreadCpuUs()
-  const elu0 = performance.eventLoopUtilization()
-  const internal0 = internalRetries()
-  const t0 = performance.now()
+  const cpu0 = process.cpuUsage();
+  const th0 = mainThreadCpuUs();
+  const elu0 = performance.eventLoopUtilization();
+  const internal0 = internalRetries();
+  const t0 = performance.now();
   const stats = await driveFlow(retryingBackend(backend, makeRetry(counter)), {
     ...flowOpts,
     loops: 1,
     roots: m.roots,
     onDone: (n) => send({ type: 'done', n }),
     shouldStop: () => stopping,
-  })
-  const ms = performance.now() - t0
-  const cpu = process.cpuUsage(cpu0)
+  });
+  const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
   send({
     type: 'result',
     stats,
@@ -84,27 +84,27 @@ async function go(m, flowOpts) {
     elu: performance.eventLoopUtilization(elu0).utilization,
     retries: counter.retries,
     internalRetries: internalRetries() - internal0,
-  })
+  });
 }
 
-let flowOpts = {}
+let flowOpts = {};
 process.on('message', (m) => {
   const fail = (e) => {
-    send({ type: 'error', message: e?.stack ?? String(e) })
-    process.exitCode = 1
-    setTimeout(() => process.exit(1), 100)
-  }
+    send({ type: 'error', message: e?.stack ?? String(e) });
+    process.exitCode = 1;
+    setTimeout(() => process.exit(1), 100);
+  };
   if (m.type === 'init') {
-    flowOpts = m.flowOpts ?? {}
-    init(m).catch(fail)
+    flowOpts = m.flowOpts ?? {};
+    init(m).catch(fail);
   } else if (m.type === 'go') {
-    go(m, flowOpts).catch(fail)
+    go(m, flowOpts).catch(fail);
   } else if (m.type === 'stop') {
-    stopping = true
+    stopping = true;
   } else if (m.type === 'close') {
     Promise.resolve(closeSql?.())
       .catch(() => {})
-      .finally(() => process.exit(0))
+      .finally(() => process.exit(0));
   }
-})
-process.on('disconnect', () => process.exit(0))
+});
+process.on('disconnect', () => process.exit(0));

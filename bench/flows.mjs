@@ -13,28 +13,32 @@
 // rather than the backend). Used by bench/run.mjs (loops in the bench process) and by
 // bench/flow-worker.mjs (one loop per child process).
 
-import { builder, createEngine } from '../__test__/engine/mini-engine.mjs'
+import { builder, createEngine } from '../__test__/engine/mini-engine.mjs';
 
 /** The flows, by key: the root flow's name, what one run is, and how many runs (root + children) it makes. */
 export const FLOWS = {
   steps3: { root: 'bench_steps3', label: '3 steps', runsPerRoot: 1 },
   sleep: { root: 'bench_sleep', label: 'step, sleep, step', runsPerRoot: 1 },
   invoke: { root: 'bench_parent', label: 'parent invokes a child', runsPerRoot: 2 },
-}
+};
 
-const value = (name) => (input) => ({ step: name, i: input?.i ?? 0, ok: true })
+const value = (name) => (input) => ({ step: name, i: input?.i ?? 0, ok: true });
 
 /** Registers every bench flow on `engine`. */
 export function registerFlows(engine, { sleepMs = 100 } = {}) {
-  engine.register('bench_steps3', 1, builder().step('a', value('a')).step('b', value('b')).step('c', value('c')).build())
-  engine.register('bench_sleep', 1, builder().step('a', value('a')).sleep(sleepMs).step('b', value('b')).build())
-  engine.register('bench_parent', 1, async (ctx, input) => ({ child: await ctx.invoke('bench_child', 1, input) }))
-  engine.register('bench_child', 1, builder().step('work', value('work')).build())
-  return engine
+  engine.register(
+    'bench_steps3',
+    1,
+    builder().step('a', value('a')).step('b', value('b')).step('c', value('c')).build(),
+  );
+  engine.register('bench_sleep', 1, builder().step('a', value('a')).sleep(sleepMs).step('b', value('b')).build());
+  engine.register('bench_parent', 1, async (ctx, input) => ({ child: await ctx.invoke('bench_child', 1, input) }));
+  engine.register('bench_child', 1, builder().step('work', value('work')).build());
+  return engine;
 }
 
 const isTransient = (e) =>
-  e?.errno === 1213 || e?.errno === 1205 || /deadlock|lock wait timeout/i.test(String(e?.message ?? ''))
+  e?.errno === 1213 || e?.errno === 1205 || /deadlock|lock wait timeout/i.test(String(e?.message ?? ''));
 
 /**
  * A retry helper like the bench's: re-runs `fn` after a deadlock or lock-wait timeout (both roll
@@ -44,15 +48,15 @@ export function makeRetry(counter = { retries: 0 }, attempts = 30) {
   return async (fn) => {
     for (let a = 1; ; a++) {
       try {
-        return await fn()
+        return await fn();
       } catch (e) {
-        if (!isTransient(e) || a >= attempts) throw e
-        counter.retries += 1
+        if (!isTransient(e) || a >= attempts) throw e;
+        counter.retries += 1;
         // A short random pause (0 … a ms), so that the same racers do not collide again at once.
-        await new Promise((r) => setTimeout(r, Math.random() * a))
+        await new Promise((r) => setTimeout(r, Math.random() * a));
       }
     }
-  }
+  };
 }
 
 /**
@@ -64,17 +68,17 @@ export function retryingBackend(backend, retry) {
   const wrap = (port) =>
     new Proxy(port, {
       get(target, prop) {
-        const v = target[prop]
-        return typeof v === 'function' ? (...args) => retry(() => v.apply(target, args)) : v
+        const v = target[prop];
+        return typeof v === 'function' ? (...args) => retry(() => v.apply(target, args)) : v;
       },
-    })
-  return { ...backend, store: wrap(backend.store), queue: wrap(backend.queue), timer: wrap(backend.timer) }
+    });
+  return { ...backend, store: wrap(backend.store), queue: wrap(backend.queue), timer: wrap(backend.timer) };
 }
 
 /** Outcomes of runTick that a healthy bench flow produces. */
-const EXPECTED = new Set(['done', 'sleep', 'child', 'terminal', 'gone'])
+const EXPECTED = new Set(['done', 'sleep', 'child', 'terminal', 'gone']);
 
-const pause = (ms) => new Promise((r) => setTimeout(r, ms))
+const pause = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Runs `loops` engine loops (one engine each, all over `backend`) until `shouldStop()` holds —
@@ -99,52 +103,52 @@ export async function driveFlow(backend, opts = {}) {
     stallMs = 60_000,
     onDone,
     shouldStop,
-  } = opts
-  const rootSet = roots instanceof Set ? roots : new Set(roots)
-  const stats = { ticks: 0, emptyTicks: 0, claimed: 0, due: 0, done: 0, results: {} }
-  const stop = shouldStop ?? (() => stats.done >= rootSet.size)
-  let lastProgress = performance.now()
-  let failure
+  } = opts;
+  const rootSet = roots instanceof Set ? roots : new Set(roots);
+  const stats = { ticks: 0, emptyTicks: 0, claimed: 0, due: 0, done: 0, results: {} };
+  const stop = shouldStop ?? (() => stats.done >= rootSet.size);
+  let lastProgress = performance.now();
+  let failure;
 
   const engines = Array.from({ length: Math.max(1, loops) }, (_, k) =>
     registerFlows(createEngine(backend, { batchMax: batch, leaseMs, name: `loop${k}` }), { sleepMs }),
-  )
+  );
 
   const loop = async (engine) => {
     while (!failure && !stop()) {
-      const r = await engine.tickOnce()
-      stats.ticks += 1
-      stats.claimed += r.claimed
-      stats.due += r.due
-      let finished = 0
+      const r = await engine.tickOnce();
+      stats.ticks += 1;
+      stats.claimed += r.claimed;
+      stats.due += r.due;
+      let finished = 0;
       for (const x of r.results) {
-        stats.results[x.result] = (stats.results[x.result] ?? 0) + 1
-        if (x.result === 'error') failure ??= x.error
-        else if (!EXPECTED.has(x.result)) failure ??= new Error(`run ${x.runId} ended ${x.result}`)
-        else if (x.result === 'done' && rootSet.has(x.runId)) finished += 1
+        stats.results[x.result] = (stats.results[x.result] ?? 0) + 1;
+        if (x.result === 'error') failure ??= x.error;
+        else if (!EXPECTED.has(x.result)) failure ??= new Error(`run ${x.runId} ended ${x.result}`);
+        else if (x.result === 'done' && rootSet.has(x.runId)) finished += 1;
       }
       if (finished) {
-        stats.done += finished
-        lastProgress = performance.now()
-        onDone?.(finished)
+        stats.done += finished;
+        lastProgress = performance.now();
+        onDone?.(finished);
       }
       if (r.claimed === 0 && r.due === 0) {
-        stats.emptyTicks += 1
+        stats.emptyTicks += 1;
         if (performance.now() - lastProgress > stallMs) {
-          failure ??= new Error(`no run completed for ${stallMs} ms (${stats.done}/${rootSet.size} done)`)
-          break
+          failure ??= new Error(`no run completed for ${stallMs} ms (${stats.done}/${rootSet.size} done)`);
+          break;
         }
-        await pause(idleMs)
+        await pause(idleMs);
       }
     }
-  }
+  };
 
-  await Promise.all(engines.map(loop))
+  await Promise.all(engines.map(loop));
   // Engine-recorded errors (a lease whose tick threw) are in the results as 'error' too.
   if (failure) {
-    const e = failure instanceof Error ? failure : new Error(String(failure))
-    e.flowStats = stats
-    throw e
+    const e = failure instanceof Error ? failure : new Error(String(failure));
+    e.flowStats = stats;
+    throw e;
   }
-  return stats
+  return stats;
 }

@@ -53,7 +53,8 @@ async function doctor(argv) {
   const url = positionals[0] || process.env.MYSQL_URL;
   if (!url) return usage('no URL given (and MYSQL_URL is not set)');
   const contract = values.contract || '2.0.0-alpha.2';
-  if (contract !== '2.0.0-alpha.2' && contract !== '3.0.0') return usage(`--contract must be 2.0.0-alpha.2 or 3.0.0, got ${JSON.stringify(contract)}`);
+  if (contract !== '2.0.0-alpha.2' && contract !== '3.0.0')
+    return usage(`--contract must be 2.0.0-alpha.2 or 3.0.0, got ${JSON.stringify(contract)}`);
   let timeoutMs;
   if (values.timeout !== undefined) {
     timeoutMs = Number(values.timeout);

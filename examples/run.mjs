@@ -115,7 +115,9 @@ function createWorker(backend, counters) {
     }
     if (snap.run.name !== 'fulfil-order' || snap.run.version !== 1) {
       // Not ours (another program's flow in the same database): park it for an hour.
-      await store.suspendRun(snap.run.id, 'retrying', { timers: [{ runId: snap.run.id, fireAt: new Date(Date.now() + 3_600_000) }] });
+      await store.suspendRun(snap.run.id, 'retrying', {
+        timers: [{ runId: snap.run.id, fireAt: new Date(Date.now() + 3_600_000) }],
+      });
       await queue.ack(lease);
       return 'parked';
     }
@@ -133,7 +135,10 @@ function createWorker(backend, counters) {
         await queue.ack(lease);
         return 'slept';
       }
-      await store.markTerminal(snap.run.id, { status: 'failed', error: { code: 'FLOW_ERROR', message: String(e?.message ?? e) } });
+      await store.markTerminal(snap.run.id, {
+        status: 'failed',
+        error: { code: 'FLOW_ERROR', message: String(e?.message ?? e) },
+      });
       await queue.ack(lease);
       return 'failed';
     }
@@ -264,7 +269,9 @@ async function main() {
       }
       idle = 0;
       ticks++;
-      const what = Object.entries(outcomes).map(([k, v]) => `${v} ${k}`).join(', ');
+      const what = Object.entries(outcomes)
+        .map(([k, v]) => `${v} ${k}`)
+        .join(', ');
       log(`tick ${ticks}: ${due} timer(s) due and enqueued, ${claimed} claimed → ${what}`);
       // Which of our runs are terminal now (one IN query for all of them).
       const rows = await store.loadRunRows([...runs.keys()]);
@@ -283,7 +290,8 @@ async function main() {
       const snap = await store.loadRun(runId);
       steps += snap?.steps.size ?? 0;
       if (snap?.run.status !== 'done') problems.push(`${runId}: status ${snap?.run.status}`);
-      else if (JSON.stringify(snap.run.output) !== JSON.stringify(expectedOutput(input))) problems.push(`${runId}: output ${JSON.stringify(snap.run.output)}`);
+      else if (JSON.stringify(snap.run.output) !== JSON.stringify(expectedOutput(input)))
+        problems.push(`${runId}: output ${JSON.stringify(snap.run.output)}`);
       else if (snap.steps.size !== 4) problems.push(`${runId}: ${snap.steps.size} steps`);
       else done++;
     }
@@ -291,11 +299,15 @@ async function main() {
     if (page.runs.length !== RUNS) problems.push(`listRuns by tag found ${page.runs.length} done runs`);
     if (late.created || late.status !== 'done') problems.push('re-submission after completion');
     const depth = await queue.depth(new Date());
-    const [left] = await sql.query(`SELECT (SELECT COUNT(*) FROM ${t.timer}) AS timers, (SELECT COUNT(*) FROM ${t.job}) AS jobs`);
+    const [left] = await sql.query(
+      `SELECT (SELECT COUNT(*) FROM ${t.timer}) AS timers, (SELECT COUNT(*) FROM ${t.job}) AS jobs`,
+    );
 
     const { roundTrips } = sql.stats();
     const elapsed = ((Date.now() - t0) / 1000).toFixed(2);
-    log(`queue after the run: ${depth.claimable} claimable, ${depth.leased} leased; ${left.jobs} job rows, ${left.timers} timer rows left`);
+    log(
+      `queue after the run: ${depth.claimable} claimable, ${depth.leased} leased; ${left.jobs} job rows, ${left.timers} timer rows left`,
+    );
     for (const p of problems) log(`PROBLEM ${p}`);
     console.log(
       `summary: ${done}/${RUNS} runs done, ${steps} steps stored (${counters.checkpoints} checkpoint calls, ` +

@@ -31,7 +31,9 @@ function idSources(customId) {
 function contractOf(opts, fallback) {
   const contract = c.absent(opts.contract) ? fallback : opts.contract;
   if (!CONTRACTS.includes(contract)) {
-    throw c.typeError(`createMysqlBackend: opts.contract must be one of ${CONTRACTS.join(', ')}, got ${JSON.stringify(contract)}`);
+    throw c.typeError(
+      `createMysqlBackend: opts.contract must be one of ${CONTRACTS.join(', ')}, got ${JSON.stringify(contract)}`,
+    );
   }
   return contract;
 }

@@ -132,4 +132,20 @@ function typeName(v) {
   return typeof v;
 }
 
-module.exports = { typeError, rangeError, absent, chars, str, optStr, longStr, int, ms, optMs, expiry, json, obj, arr, oneOf };
+module.exports = {
+  typeError,
+  rangeError,
+  absent,
+  chars,
+  str,
+  optStr,
+  longStr,
+  int,
+  ms,
+  optMs,
+  expiry,
+  json,
+  obj,
+  arr,
+  oneOf,
+};

@@ -38,7 +38,11 @@ const INT_TYPES = /^(tinyint|smallint|mediumint|int|integer|bigint)\(\d+\)/;
 
 /** Lower-case column type without integer display widths (`int(11)` = `int`, `tinyint(1)` = `tinyint`). */
 function normType(t) {
-  return String(t).trim().toLowerCase().replace(INT_TYPES, '$1').replace(/^integer\b/, 'int');
+  return String(t)
+    .trim()
+    .toLowerCase()
+    .replace(INT_TYPES, '$1')
+    .replace(/^integer\b/, 'int');
 }
 
 const isTextType = (t) => /^(var)?char\b|text$|^enum\b|^set\b/.test(t);
@@ -149,7 +153,8 @@ function parseGrant(line) {
   let db;
   let object;
   if (first === '*' && (second === undefined || second === '*')) level = 'global';
-  else if (second === undefined) return null; // `ON tbl` relative to a default database: not shown by servers
+  else if (second === undefined)
+    return null; // `ON tbl` relative to a default database: not shown by servers
   else {
     db = unquoteIdent(first);
     if (second === '*') level = 'db';
@@ -177,7 +182,19 @@ function dbMatches(pattern, name, fold) {
 const escapeRe = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** Privileges that exist only at the global level (`ALL ON db.*` does not include them). */
-const GLOBAL_ONLY = new Set(['SUPER', 'PROCESS', 'RELOAD', 'SHUTDOWN', 'FILE', 'REPLICATION CLIENT', 'REPLICATION SLAVE', 'CREATE USER', 'BINLOG MONITOR', 'SLAVE MONITOR', 'READ_ONLY ADMIN']);
+const GLOBAL_ONLY = new Set([
+  'SUPER',
+  'PROCESS',
+  'RELOAD',
+  'SHUTDOWN',
+  'FILE',
+  'REPLICATION CLIENT',
+  'REPLICATION SLAVE',
+  'CREATE USER',
+  'BINLOG MONITOR',
+  'SLAVE MONITOR',
+  'READ_ONLY ADMIN',
+]);
 
 /** `has(priv, { table?, routine? })` over parsed grants, for database `db`. */
 function privilegeModel(grants, db, fold) {
@@ -191,7 +208,12 @@ function privilegeModel(grants, db, fold) {
       if (GLOBAL_ONLY.has(priv)) continue;
       if (g.level === 'db' && dbMatches(g.db, db, fold)) return 'database';
       if (g.level === 'table' && where.table && eq(g.db, db) && eq(g.object, where.table)) return 'table';
-      if (g.level === 'routine' && where.routine && eq(g.db, db) && g.object.toLowerCase() === where.routine.toLowerCase()) {
+      if (
+        g.level === 'routine' &&
+        where.routine &&
+        eq(g.db, db) &&
+        g.object.toLowerCase() === where.routine.toLowerCase()
+      ) {
         return 'routine';
       }
     }
@@ -203,19 +225,49 @@ function privilegeModel(grants, db, fold) {
 // Collecting the facts (read-only).
 
 const SESSION_VARS = [
-  'tx_isolation', 'transaction_isolation', 'binlog_format', 'log_bin', 'sql_log_bin', 'max_allowed_packet',
-  'time_zone', 'system_time_zone', 'wait_timeout', 'innodb_lock_wait_timeout', 'max_statement_time',
-  'max_execution_time', 'max_user_connections', 'tx_read_only', 'transaction_read_only',
-  'lower_case_table_names', 'wsrep_on', 'wsrep_sync_wait',
+  'tx_isolation',
+  'transaction_isolation',
+  'binlog_format',
+  'log_bin',
+  'sql_log_bin',
+  'max_allowed_packet',
+  'time_zone',
+  'system_time_zone',
+  'wait_timeout',
+  'innodb_lock_wait_timeout',
+  'max_statement_time',
+  'max_execution_time',
+  'max_user_connections',
+  'tx_read_only',
+  'transaction_read_only',
+  'lower_case_table_names',
+  'wsrep_on',
+  'wsrep_sync_wait',
 ];
 const GLOBAL_VARS = [
-  'tx_isolation', 'transaction_isolation', 'time_zone', 'max_connections', 'read_only', 'super_read_only',
-  'log_bin', 'binlog_format', 'log_bin_trust_function_creators', 'innodb_autoinc_lock_mode', 'wsrep_on',
-  'wsrep_sync_wait', 'wsrep_provider', 'aurora_version',
+  'tx_isolation',
+  'transaction_isolation',
+  'time_zone',
+  'max_connections',
+  'read_only',
+  'super_read_only',
+  'log_bin',
+  'binlog_format',
+  'log_bin_trust_function_creators',
+  'innodb_autoinc_lock_mode',
+  'wsrep_on',
+  'wsrep_sync_wait',
+  'wsrep_provider',
+  'aurora_version',
 ];
 const STATUS_VARS = [
-  'Threads_connected', 'Max_used_connections', 'wsrep_cluster_size', 'wsrep_local_state_comment',
-  'wsrep_cluster_status', 'wsrep_ready', 'wsrep_connected',
+  'Threads_connected',
+  'Max_used_connections',
+  'wsrep_cluster_size',
+  'wsrep_local_state_comment',
+  'wsrep_cluster_status',
+  'wsrep_ready',
+  'wsrep_connected',
 ];
 
 const quoteList = (names) => names.map((n) => `'${n}'`).join(', ');
@@ -275,27 +327,31 @@ async function collect(sql, prefix, contract) {
   // Tables, columns, keys.
   if (f.database !== null) {
     const all = await attempt('tables', () =>
-      sql.query('SELECT TABLE_NAME AS t, ENGINE AS engine, TABLE_TYPE AS type FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()'),
+      sql.query(
+        'SELECT TABLE_NAME AS t, ENGINE AS engine, TABLE_TYPE AS type FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()',
+      ),
     );
     if (all) {
       f.allTables = all.map((r) => String(r.t));
       const byName = new Map(all.map((r) => [f.fold ? String(r.t).toLowerCase() : String(r.t), r]));
-      const cols = (await attempt('columns', () =>
-        sql.query(
-          'SELECT TABLE_NAME AS t, COLUMN_NAME AS name, COLUMN_TYPE AS type, IS_NULLABLE AS nullable, ' +
-            'COLUMN_DEFAULT AS def, EXTRA AS extra, CHARACTER_SET_NAME AS charset FROM information_schema.COLUMNS ' +
-            'WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (?) ORDER BY TABLE_NAME, ORDINAL_POSITION',
-          [tableNames],
-        ),
-      )) || [];
-      const stats = (await attempt('indexes', () =>
-        sql.query(
-          'SELECT TABLE_NAME AS t, INDEX_NAME AS name, NON_UNIQUE AS nonUnique, COLUMN_NAME AS col, SUB_PART AS sub ' +
-            'FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (?) ' +
-            'ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX',
-          [tableNames],
-        ),
-      )) || [];
+      const cols =
+        (await attempt('columns', () =>
+          sql.query(
+            'SELECT TABLE_NAME AS t, COLUMN_NAME AS name, COLUMN_TYPE AS type, IS_NULLABLE AS nullable, ' +
+              'COLUMN_DEFAULT AS def, EXTRA AS extra, CHARACTER_SET_NAME AS charset FROM information_schema.COLUMNS ' +
+              'WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (?) ORDER BY TABLE_NAME, ORDINAL_POSITION',
+            [tableNames],
+          ),
+        )) || [];
+      const stats =
+        (await attempt('indexes', () =>
+          sql.query(
+            'SELECT TABLE_NAME AS t, INDEX_NAME AS name, NON_UNIQUE AS nonUnique, COLUMN_NAME AS col, SUB_PART AS sub ' +
+              'FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (?) ' +
+              'ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX',
+            [tableNames],
+          ),
+        )) || [];
       const key = (t) => (f.fold ? String(t).toLowerCase() : String(t));
       f.tables = {};
       BASES.forEach((base, i) => {
@@ -321,7 +377,8 @@ async function collect(sql, prefix, contract) {
         const indexes = new Map();
         for (const r of stats.filter((r) => key(r.t) === key(tableNames[i]))) {
           const name = String(r.name);
-          if (!indexes.has(name)) indexes.set(name, { name, unique: Number(r.nonUnique) === 0, columns: [], prefixed: false });
+          if (!indexes.has(name))
+            indexes.set(name, { name, unique: Number(r.nonUnique) === 0, columns: [], prefixed: false });
           const ix = indexes.get(name);
           ix.columns.push(String(r.col).toLowerCase());
           if (r.sub != null) ix.prefixed = true;
@@ -343,14 +400,18 @@ async function collect(sql, prefix, contract) {
         [`${prefix}pending_work`],
       );
       const fn = rows.find((r) => String(r.type).toUpperCase() === 'FUNCTION');
-      return fn ? { exists: true, returns: String(fn.dt || ''), body: fn.body == null ? null : String(fn.body) } : { exists: false };
+      return fn
+        ? { exists: true, returns: String(fn.dt || ''), body: fn.body == null ? null : String(fn.body) }
+        : { exists: false };
     });
 
     // Signals a 3.0 backend marked consumed: alpha.2 code would deliver them again.
     const signal = f.tables && f.tables.signal;
     if (contract === ALPHA2 && signal && signal.columns.has('consumed')) {
       f.consumedSignals = await attempt('consumed', async () => {
-        const [r] = await sql.query(`SELECT COUNT(*) AS n FROM (SELECT 1 AS x FROM ${names.signal} WHERE consumed <> 0 LIMIT 1000) s`);
+        const [r] = await sql.query(
+          `SELECT COUNT(*) AS n FROM (SELECT 1 AS x FROM ${names.signal} WHERE consumed <> 0 LIMIT 1000) s`,
+        );
         return Number(r.n);
       });
     }
@@ -380,7 +441,9 @@ async function collect(sql, prefix, contract) {
     await attempt('tx', () =>
       sql
         .tx(async (t) => {
-          f.txIsolation = isolationOf(await variables(t, 'SESSION VARIABLES', ['tx_isolation', 'transaction_isolation']));
+          f.txIsolation = isolationOf(
+            await variables(t, 'SESSION VARIABLES', ['tx_isolation', 'transaction_isolation']),
+          );
           f.skipLocked = await probeSkipLocked(t, f.tables && f.tables.job ? names.job : null);
           throw ROLLBACK;
         })
@@ -414,7 +477,10 @@ async function grantsFromSchema(sql, currentUser) {
   const at = currentUser.lastIndexOf('@');
   const grantee = `'${currentUser.slice(0, at)}'@'${currentUser.slice(at + 1)}'`;
   const list = [];
-  for (const r of await sql.query('SELECT PRIVILEGE_TYPE AS p FROM information_schema.USER_PRIVILEGES WHERE GRANTEE = ?', [grantee])) {
+  for (const r of await sql.query(
+    'SELECT PRIVILEGE_TYPE AS p FROM information_schema.USER_PRIVILEGES WHERE GRANTEE = ?',
+    [grantee],
+  )) {
     list.push({ revoke: false, privs: new Set([String(r.p).toUpperCase()]), level: 'global' });
   }
   for (const r of await sql.query(
@@ -427,7 +493,13 @@ async function grantsFromSchema(sql, currentUser) {
     'SELECT TABLE_SCHEMA AS db, TABLE_NAME AS t, PRIVILEGE_TYPE AS p FROM information_schema.TABLE_PRIVILEGES WHERE GRANTEE = ?',
     [grantee],
   )) {
-    list.push({ revoke: false, privs: new Set([String(r.p).toUpperCase()]), level: 'table', db: String(r.db), object: String(r.t) });
+    list.push({
+      revoke: false,
+      privs: new Set([String(r.p).toUpperCase()]),
+      level: 'table',
+      db: String(r.db),
+      object: String(r.t),
+    });
   }
   return { source: 'information_schema', list };
 }
@@ -488,17 +560,41 @@ function serverCheck(f) {
   const ver = parseVersion(f.version);
   const plain = ver ? ver.join('.') : f.version;
   const tidb = /tidb/i.test(f.version);
-  const flavour = f.maria ? 'MariaDB' : tidb ? 'TiDB' : f.global.aurora_version ? 'MySQL (Aurora)' : /percona/i.test(f.comment) ? 'MySQL (Percona Server)' : 'MySQL';
+  const flavour = f.maria
+    ? 'MariaDB'
+    : tidb
+      ? 'TiDB'
+      : f.global.aurora_version
+        ? 'MySQL (Aurora)'
+        : /percona/i.test(f.comment)
+          ? 'MySQL (Percona Server)'
+          : 'MySQL';
   const value = { kind: f.maria ? 'mariadb' : tidb ? 'tidb' : 'mysql', version: f.version };
   const label = `${flavour} ${plain}${f.comment ? ` (${f.comment})` : ''}`;
-  if (tidb) return check('server', 'warn', `${label}: not a supported server (MariaDB ≥ 10.6 or MySQL ≥ 8.0.1); untested`, value);
+  if (tidb)
+    return check(
+      'server',
+      'warn',
+      `${label}: not a supported server (MariaDB ≥ 10.6 or MySQL ≥ 8.0.1); untested`,
+      value,
+    );
   if (!ver) return check('server', 'warn', `${label}: cannot read the version number`, value);
   if (f.maria) {
     if (below(ver, [10, 6, 0])) {
-      return check('server', 'fail', `${label}: MariaDB below 10.6 has no SKIP LOCKED — upgrade to 10.6 or later`, value);
+      return check(
+        'server',
+        'fail',
+        `${label}: MariaDB below 10.6 has no SKIP LOCKED — upgrade to 10.6 or later`,
+        value,
+      );
     }
     const tested = ver[0] === 10 && ver[1] === 11;
-    return check('server', 'ok', `${label}${tested ? ': tested with this package' : ': supported (≥ 10.6), not tested here (10.11 is)'}`, value);
+    return check(
+      'server',
+      'ok',
+      `${label}${tested ? ': tested with this package' : ': supported (≥ 10.6), not tested here (10.11 is)'}`,
+      value,
+    );
   }
   if (below(ver, [8, 0, 1])) {
     return check('server', 'fail', `${label}: MySQL below 8.0.1 has no SKIP LOCKED — upgrade to 8.0.1 or later`, value);
@@ -510,10 +606,16 @@ function skipLockedCheck(f) {
   const s = f.skipLocked;
   if (!s) return check('skip-locked', 'warn', `could not probe SKIP LOCKED${f.errors.tx ? `: ${f.errors.tx}` : ''}`);
   if (s.supported === false) {
-    return check('skip-locked', 'fail', `SELECT … FOR UPDATE SKIP LOCKED is refused (${s.error}): claims cannot work`, { supported: false });
+    return check('skip-locked', 'fail', `SELECT … FOR UPDATE SKIP LOCKED is refused (${s.error}): claims cannot work`, {
+      supported: false,
+    });
   }
-  if (s.supported === null) return check('skip-locked', 'warn', `could not probe SKIP LOCKED: ${s.error}`, { supported: null });
-  const where = s.on === 'job' ? 'a locking read on the job table' : `a locking read on DUAL${s.firstError ? ` (the job-table probe failed: ${s.firstError})` : ''}`;
+  if (s.supported === null)
+    return check('skip-locked', 'warn', `could not probe SKIP LOCKED: ${s.error}`, { supported: null });
+  const where =
+    s.on === 'job'
+      ? 'a locking read on the job table'
+      : `a locking read on DUAL${s.firstError ? ` (the job-table probe failed: ${s.firstError})` : ''}`;
   return check('skip-locked', 'ok', `supported (probed with ${where}, rolled back)`, { supported: true });
 }
 
@@ -525,36 +627,73 @@ function isolationChecks(f, t) {
   const pretty = (v) => (v ? v.replace(/-/g, ' ') : 'unknown');
   if (!session) out.push(check('isolation', 'warn', 'could not read the session isolation level'));
   else if (session === RC) {
-    const how = t.setIsolation === false ? 'with setIsolation: false, from the server default' : "set by mysqlPool's connection setup";
-    out.push(check('isolation', 'ok', `transactions run READ COMMITTED (${t.native || t.own ? how : 'as this Sql runs them'})`, { session }));
+    const how =
+      t.setIsolation === false
+        ? 'with setIsolation: false, from the server default'
+        : "set by mysqlPool's connection setup";
+    out.push(
+      check(
+        'isolation',
+        'ok',
+        `transactions run READ COMMITTED (${t.native || t.own ? how : 'as this Sql runs them'})`,
+        { session },
+      ),
+    );
   } else if (!t.native && !t.own) {
-    out.push(check('isolation', 'warn',
-      `this Sql's sessions run ${pretty(session)}; the package needs READ COMMITTED — make sure its tx() sets it (a wrapped Sql may set it per transaction, which the session does not show)`,
-      { session }));
+    out.push(
+      check(
+        'isolation',
+        'warn',
+        `this Sql's sessions run ${pretty(session)}; the package needs READ COMMITTED — make sure its tx() sets it (a wrapped Sql may set it per transaction, which the session does not show)`,
+        { session },
+      ),
+    );
   } else {
-    out.push(check('isolation', 'fail',
-      `transactions run ${pretty(session)}: the package needs READ COMMITTED (its first-writer-wins re-read) — ` +
-        (t.setIsolation === false
-          ? 'with setIsolation: false the server default must be READ COMMITTED (transaction_isolation = READ-COMMITTED)'
-          : "mysqlPool's setup did not take effect"),
-      { session }));
+    out.push(
+      check(
+        'isolation',
+        'fail',
+        `transactions run ${pretty(session)}: the package needs READ COMMITTED (its first-writer-wins re-read) — ` +
+          (t.setIsolation === false
+            ? 'with setIsolation: false the server default must be READ COMMITTED (transaction_isolation = READ-COMMITTED)'
+            : "mysqlPool's setup did not take effect"),
+        { session },
+      ),
+    );
   }
   if (!server) out.push(check('isolation.default', 'warn', 'could not read the server default isolation level'));
-  else if (server === RC) out.push(check('isolation.default', 'ok', 'server default READ COMMITTED (also right for setIsolation: false)', { server }));
+  else if (server === RC)
+    out.push(
+      check('isolation.default', 'ok', 'server default READ COMMITTED (also right for setIsolation: false)', {
+        server,
+      }),
+    );
   else {
-    out.push(check('isolation.default', 'warn',
-      `server default ${pretty(server)}: fine while mysqlPool sets READ COMMITTED on each connection (the default), ` +
-        'but with mysqlPool(x, { setIsolation: false }) (servers that pin connections) the default must be READ COMMITTED',
-      { server }));
+    out.push(
+      check(
+        'isolation.default',
+        'warn',
+        `server default ${pretty(server)}: fine while mysqlPool sets READ COMMITTED on each connection (the default), ` +
+          'but with mysqlPool(x, { setIsolation: false }) (servers that pin connections) the default must be READ COMMITTED',
+        { server },
+      ),
+    );
   }
   return out;
 }
 
 function privilegeChecks(f, t) {
   if (!f.grants) {
-    return [check('privileges', 'warn', `could not read this account's privileges (${f.errors.grants || 'SHOW GRANTS failed'}${f.errors.grantsSchema ? `; information_schema: ${f.errors.grantsSchema}` : ''})`)];
+    return [
+      check(
+        'privileges',
+        'warn',
+        `could not read this account's privileges (${f.errors.grants || 'SHOW GRANTS failed'}${f.errors.grantsSchema ? `; information_schema: ${f.errors.grantsSchema}` : ''})`,
+      ),
+    ];
   }
-  if (f.database === null) return [check('privileges', 'warn', 'no database selected: cannot check the privileges on the tables')];
+  if (f.database === null)
+    return [check('privileges', 'warn', 'no database selected: cannot check the privileges on the tables')];
   const has = privilegeModel(f.grants.list, f.database, f.fold);
   const via = f.grants.source === 'SHOW GRANTS' ? '' : ' (from information_schema: roles not included)';
   const tableNames = BASES.map((b) => `${t.prefix}${b}`);
@@ -562,15 +701,23 @@ function privilegeChecks(f, t) {
     const out = [];
     for (const p of privs) {
       const lacking = tables.filter((tn) => !has(p, { table: tn }));
-      if (lacking.length) out.push(`${p} on ${lacking.length === tables.length ? 'the six tables' : lacking.join(', ')}`);
+      if (lacking.length)
+        out.push(`${p} on ${lacking.length === tables.length ? 'the six tables' : lacking.join(', ')}`);
     }
     return out;
   };
   const out = [];
   const data = missing(['SELECT', 'INSERT', 'UPDATE', 'DELETE'], tableNames);
-  out.push(data.length
-    ? check('privileges.data', 'fail', `${f.currentUser} lacks ${data.join('; ')} in \`${f.database}\`: the backend reads and writes every table${via}`, { missing: data })
-    : check('privileges.data', 'ok', `SELECT, INSERT, UPDATE, DELETE on the six tables${via}`));
+  out.push(
+    data.length
+      ? check(
+          'privileges.data',
+          'fail',
+          `${f.currentUser} lacks ${data.join('; ')} in \`${f.database}\`: the backend reads and writes every table${via}`,
+          { missing: data },
+        )
+      : check('privileges.data', 'ok', `SELECT, INSERT, UPDATE, DELETE on the six tables${via}`),
+  );
 
   const layout = t.layoutName;
   const needAlter = t.contract === V3 && layout !== V3;
@@ -578,13 +725,24 @@ function privilegeChecks(f, t) {
   const alter = t.contract === V3 ? missing(['ALTER'], tableNames) : [];
   const schemaProblems = [...schema, ...(needAlter ? alter : [])];
   if (schemaProblems.length) {
-    out.push(check('privileges.schema', 'warn',
-      `applySchema needs CREATE${t.contract === V3 ? ' (and ALTER to upgrade an alpha.2 layout)' : ''}: ${f.currentUser} lacks ${schemaProblems.join('; ')} — ` +
-        'run applySchema as another user, or grant it; workers do not need it once the tables exist',
-      { missing: schemaProblems }));
+    out.push(
+      check(
+        'privileges.schema',
+        'warn',
+        `applySchema needs CREATE${t.contract === V3 ? ' (and ALTER to upgrade an alpha.2 layout)' : ''}: ${f.currentUser} lacks ${schemaProblems.join('; ')} — ` +
+          'run applySchema as another user, or grant it; workers do not need it once the tables exist',
+        { missing: schemaProblems },
+      ),
+    );
   } else {
     const note = alter.length ? ' (ALTER is missing, but only an alpha.2 → 3.0 upgrade needs it)' : '';
-    out.push(check('privileges.schema', 'ok', `CREATE${t.contract === V3 && !alter.length ? ', ALTER' : ''} for applySchema${note}`));
+    out.push(
+      check(
+        'privileges.schema',
+        'ok',
+        `CREATE${t.contract === V3 && !alter.length ? ', ALTER' : ''} for applySchema${note}`,
+      ),
+    );
   }
 
   if (t.contract !== V3) {
@@ -595,18 +753,35 @@ function privilegeChecks(f, t) {
     const fn = `${t.prefix}pending_work`;
     const problems = [];
     if (!has('CREATE ROUTINE')) problems.push('CREATE ROUTINE');
-    if (!has('ALTER ROUTINE', { routine: fn }) && (f.routine && f.routine.exists)) problems.push('ALTER ROUTINE (to replace the existing function)');
+    if (!has('ALTER ROUTINE', { routine: fn }) && f.routine && f.routine.exists)
+      problems.push('ALTER ROUTINE (to replace the existing function)');
     const binlog = isOn(f.global.log_bin) && !isOn(f.global.log_bin_trust_function_creators) && !has('SUPER');
     if (problems.length) {
-      out.push(check('privileges.routine', 'warn',
-        `applySchema(sql, prefix, { contract: '3.0.0' }) creates the function ${fn}: ${f.currentUser} lacks ${problems.join(', ')}, so it ` +
-          `rejects with ER_NO_CREATE_ROUTINE — GRANT CREATE ROUTINE, ALTER ROUTINE ON \`${f.database}\`.* or pass { pendingWork: false } (the backend itself does not call the function)`,
-        { missing: problems }));
+      out.push(
+        check(
+          'privileges.routine',
+          'warn',
+          `applySchema(sql, prefix, { contract: '3.0.0' }) creates the function ${fn}: ${f.currentUser} lacks ${problems.join(', ')}, so it ` +
+            `rejects with ER_NO_CREATE_ROUTINE — GRANT CREATE ROUTINE, ALTER ROUTINE ON \`${f.database}\`.* or pass { pendingWork: false } (the backend itself does not call the function)`,
+          { missing: problems },
+        ),
+      );
     } else if (binlog) {
-      out.push(check('privileges.routine', 'warn',
-        'binary logging is on and log_bin_trust_function_creators is OFF: creating pending_work needs SUPER (error 1419) — set log_bin_trust_function_creators = 1 or run applySchema as a SUPER user'));
+      out.push(
+        check(
+          'privileges.routine',
+          'warn',
+          'binary logging is on and log_bin_trust_function_creators is OFF: creating pending_work needs SUPER (error 1419) — set log_bin_trust_function_creators = 1 or run applySchema as a SUPER user',
+        ),
+      );
     } else {
-      out.push(check('privileges.routine', 'ok', `CREATE ROUTINE${f.routine && f.routine.exists ? ', ALTER ROUTINE' : ''} for ${fn}`));
+      out.push(
+        check(
+          'privileges.routine',
+          'ok',
+          `CREATE ROUTINE${f.routine && f.routine.exists ? ', ALTER ROUTINE' : ''} for ${fn}`,
+        ),
+      );
     }
   }
   return out;
@@ -614,14 +789,16 @@ function privilegeChecks(f, t) {
 
 const fmtCol = (c) =>
   `${c.type}${c.nullable ? '' : ' NOT NULL'}${c.default !== null ? ` DEFAULT ${/^-?\d+(\.\d+)?$/.test(c.default) ? c.default : `'${c.default}'`}` : ''}${c.autoIncrement ? ' AUTO_INCREMENT' : ''}`;
-const fmtIdx = (i) => `${i.unique ? (i.name === 'PRIMARY' ? 'PRIMARY KEY' : 'UNIQUE') : 'KEY'} (${i.columns.join(', ')})`;
+const fmtIdx = (i) =>
+  `${i.unique ? (i.name === 'PRIMARY' ? 'PRIMARY KEY' : 'UNIQUE') : 'KEY'} (${i.columns.join(', ')})`;
 
 /** Differences of an actual table from an expected one: `[{ severity: fail|warn|note, text }]`. */
 function compareTable(actual, expected) {
   const diffs = [];
   const add = (severity, text) => diffs.push({ severity, text });
   if (String(actual.type).toUpperCase() === 'VIEW') add('fail', 'is a view, not a table');
-  else if (!actual.engine || actual.engine.toLowerCase() !== 'innodb') add('fail', `engine ${actual.engine || 'unknown'}, expected InnoDB (transactions, row locks)`);
+  else if (!actual.engine || actual.engine.toLowerCase() !== 'innodb')
+    add('fail', `engine ${actual.engine || 'unknown'}, expected InnoDB (transactions, row locks)`);
   for (const want of expected.columns.values()) {
     const have = actual.columns.get(want.name);
     if (!have) {
@@ -641,10 +818,16 @@ function compareTable(actual, expected) {
   for (const have of actual.columns.values()) {
     if (expected.columns.has(have.name)) continue;
     const blocksInserts = !have.nullable && have.default === null && !have.autoIncrement && !have.generated;
-    add(blocksInserts ? 'fail' : 'warn',
-      `extra column ${have.name} ${fmtCol(have)}${blocksInserts ? ' (NOT NULL without a default: the package\'s inserts fail)' : ' (not used by the package)'}`);
+    add(
+      blocksInserts ? 'fail' : 'warn',
+      `extra column ${have.name} ${fmtCol(have)}${blocksInserts ? " (NOT NULL without a default: the package's inserts fail)" : ' (not used by the package)'}`,
+    );
   }
-  const same = (a, b) => a.unique === b.unique && a.columns.length === b.columns.length && a.columns.every((x, i) => x === b.columns[i]) && !a.prefixed;
+  const same = (a, b) =>
+    a.unique === b.unique &&
+    a.columns.length === b.columns.length &&
+    a.columns.every((x, i) => x === b.columns[i]) &&
+    !a.prefixed;
   const used = new Set();
   for (const want of expected.indexes) {
     const byName = actual.indexes.find((i) => i.name.toLowerCase() === want.name.toLowerCase());
@@ -660,7 +843,10 @@ function compareTable(actual, expected) {
     }
     if (byName) {
       used.add(byName);
-      add(want.unique || byName.unique ? 'fail' : 'warn', `key ${want.name} is ${fmtIdx(byName)}${byName.prefixed ? ' on column prefixes' : ''}, expected ${fmtIdx(want)}`);
+      add(
+        want.unique || byName.unique ? 'fail' : 'warn',
+        `key ${want.name} is ${fmtIdx(byName)}${byName.prefixed ? ' on column prefixes' : ''}, expected ${fmtIdx(want)}`,
+      );
     } else {
       const what = want.name === 'PRIMARY' ? fmtIdx(want) : `key ${want.name} ${fmtIdx(want)}`;
       add(want.unique ? 'fail' : 'warn', `missing ${what}${want.unique ? '' : ' (slower queries)'}`);
@@ -668,7 +854,10 @@ function compareTable(actual, expected) {
   }
   for (const have of actual.indexes) {
     if (used.has(have)) continue;
-    add(have.unique ? 'warn' : 'note', `extra key ${have.name} ${fmtIdx(have)}${have.unique ? ' (may refuse rows the package writes)' : ''}`);
+    add(
+      have.unique ? 'warn' : 'note',
+      `extra key ${have.name} ${fmtIdx(have)}${have.unique ? ' (may refuse rows the package writes)' : ''}`,
+    );
   }
   return diffs;
 }
@@ -683,9 +872,14 @@ function tableChecks(f, t, expected) {
     const actual = f.tables[base];
     if (!actual) {
       const hidden = f.grants && !privilegeModel(f.grants.list, f.database, f.fold)('SELECT', { table: name });
-      out.push(check(`table.${base}`, 'fail',
-        `\`${name}\` ${hidden ? 'is not visible (missing, or this account has no privilege on it)' : 'does not exist'} in \`${f.database}\``,
-        { exists: false }));
+      out.push(
+        check(
+          `table.${base}`,
+          'fail',
+          `\`${name}\` ${hidden ? 'is not visible (missing, or this account has no privilege on it)' : 'does not exist'} in \`${f.database}\``,
+          { exists: false },
+        ),
+      );
       layouts[base] = null;
       continue;
     }
@@ -701,7 +895,13 @@ function tableChecks(f, t, expected) {
     } else {
       detail = `${notes.join('; ')}${other.length ? ` — this is the ${other.join(' / ')} layout of the table` : ''}`;
     }
-    out.push(check(`table.${base}`, verdict, detail, { exists: true, layouts: fits, differences: vsTarget.filter((d) => d.severity !== 'note').map((d) => d.text) }));
+    out.push(
+      check(`table.${base}`, verdict, detail, {
+        exists: true,
+        layouts: fits,
+        differences: vsTarget.filter((d) => d.severity !== 'note').map((d) => d.text),
+      }),
+    );
   }
   return { checks: out, layouts };
 }
@@ -734,34 +934,55 @@ function layoutCheck(f, t, layout) {
   const value = { layout, contract: t.contract };
   if (layout === 'missing') {
     const others = otherPrefixes(f, t.prefix);
-    const hint = others.length ? ` — found the tables with prefix ${others.map((p) => JSON.stringify(p)).join(', ')} (wrong --prefix?)` : '';
-    return check('layout', 'fail', `no tables with prefix ${JSON.stringify(t.prefix)} in \`${f.database}\`: run ${apply}${hint}`, value);
+    const hint = others.length
+      ? ` — found the tables with prefix ${others.map((p) => JSON.stringify(p)).join(', ')} (wrong --prefix?)`
+      : '';
+    return check(
+      'layout',
+      'fail',
+      `no tables with prefix ${JSON.stringify(t.prefix)} in \`${f.database}\`: run ${apply}${hint}`,
+      value,
+    );
   }
   if (layout === 'incomplete') {
     const gone = BASES.filter((b) => f.tables[b] === null).map((b) => `${t.prefix}${b}`);
     return check('layout', 'fail', `tables missing: ${gone.join(', ')} — ${apply} creates them`, value);
   }
   if (layout === 'drifted') {
-    return check('layout', 'fail', 'the tables match neither the 2.0.0-alpha.2 nor the 3.0.0 layout (see the table lines): fix them by hand — applySchema does not repair existing tables', value);
+    return check(
+      'layout',
+      'fail',
+      'the tables match neither the 2.0.0-alpha.2 nor the 3.0.0 layout (see the table lines): fix them by hand — applySchema does not repair existing tables',
+      value,
+    );
   }
   if (layout === t.contract) return check('layout', 'ok', `the ${layout} layout`, value);
   if (t.contract === V3) {
-    return check('layout', 'fail',
+    return check(
+      'layout',
+      'fail',
       `${layout === 'mixed' ? 'a partly upgraded layout (some tables 2.0.0-alpha.2, some 3.0.0)' : 'the 2.0.0-alpha.2 layout'}: the 3.0.0 backend needs run.priority and signal.consumed — ` +
         `run ${apply}, which upgrades in place and keeps every row`,
-      value);
+      value,
+    );
   }
   // contract alpha.2 on a 3.0 (or partly 3.0) layout: the downgrade hazard.
   if (f.consumedSignals > 0) {
     value.consumedSignals = f.consumedSignals;
-    return check('layout', 'fail',
+    return check(
+      'layout',
+      'fail',
       `the ${layout === 'mixed' ? 'partly upgraded' : '3.0.0'} layout with ${f.consumedSignals >= 1000 ? '1000 or more' : f.consumedSignals} signal(s) marked consumed by 3.0 code: ` +
         '2.0.0-alpha.2 code would deliver them again — keep using the 3.0.0 contract on this database (--contract 3.0.0)',
-      value);
+      value,
+    );
   }
-  return check('layout', 'warn',
+  return check(
+    'layout',
+    'warn',
     `the ${layout === 'mixed' ? 'partly upgraded' : '3.0.0'} layout, checked against 2.0.0-alpha.2: alpha.2 code runs on it, but once 3.0 code has run here do not go back to alpha.2 (downgrade hazard; pass --contract 3.0.0 / { contract: '3.0.0' } if you run 3.0)`,
-    value);
+    value,
+  );
 }
 
 function routineCheck(f, t, canSee) {
@@ -769,25 +990,49 @@ function routineCheck(f, t, canSee) {
   const r = f.routine;
   if (!r) return check('pending_work', 'warn', `could not look for ${fn}: ${f.errors.routine || 'unknown error'}`);
   if (t.contract !== V3) {
-    return check('pending_work', 'ok', `not part of 2.0.0-alpha.2 (${r.exists ? 'present: created by 3.0 applySchema' : 'absent'})`, { exists: r.exists });
+    return check(
+      'pending_work',
+      'ok',
+      `not part of 2.0.0-alpha.2 (${r.exists ? 'present: created by 3.0 applySchema' : 'absent'})`,
+      { exists: r.exists },
+    );
   }
   if (!r.exists) {
     if (!t.pendingWork) return check('pending_work', 'ok', `${fn} absent (pendingWork: false)`, { exists: false });
     if (!canSee) {
-      return check('pending_work', 'warn',
+      return check(
+        'pending_work',
+        'warn',
         `function ${fn} is not visible to this account (no EXECUTE / CREATE ROUTINE / ALTER ROUTINE here): it may exist — check as its owner`,
-        { exists: null });
+        { exists: null },
+      );
     }
-    return check('pending_work', 'warn',
+    return check(
+      'pending_work',
+      'warn',
       `function ${fn} is missing: ${"applySchema(sql, prefix, { contract: '3.0.0' })"} creates it (needs CREATE ROUTINE); the backend does not call it, an autoscaler polling the backlog does`,
-      { exists: false });
+      { exists: false },
+    );
   }
   if (!/bigint/i.test(r.returns)) {
-    return check('pending_work', 'warn', `function ${fn} returns ${r.returns}, expected BIGINT — re-run applySchema to replace it`, { exists: true });
+    return check(
+      'pending_work',
+      'warn',
+      `function ${fn} returns ${r.returns}, expected BIGINT — re-run applySchema to replace it`,
+      { exists: true },
+    );
   }
   const same = r.body === null ? null : squash(r.body) === squash(expectedFunctionBody(t.prefix));
-  const note = same === null ? ' (its body is not visible to this account)' : same ? '' : ' (its body differs from this version\'s: created by the JavaScript package or another version; applySchema replaces it)';
-  return check('pending_work', 'ok', `function ${fn}(flow_names, as_of) present${note}`, { exists: true, sameBody: same });
+  const note =
+    same === null
+      ? ' (its body is not visible to this account)'
+      : same
+        ? ''
+        : " (its body differs from this version's: created by the JavaScript package or another version; applySchema replaces it)";
+  return check('pending_work', 'ok', `function ${fn}(flow_names, as_of) present${note}`, {
+    exists: true,
+    sameBody: same,
+  });
 }
 
 const mib = (n) => `${(n / 1048576).toFixed(n % 1048576 === 0 ? 0 : 1)} MiB`;
@@ -796,16 +1041,30 @@ function packetCheck(f) {
   const n = Number(f.session.max_allowed_packet);
   if (!Number.isFinite(n) || n <= 0) return check('max_allowed_packet', 'warn', 'could not read max_allowed_packet');
   if (n < SMALL_PACKET) {
-    return check('max_allowed_packet', 'warn', `${mib(n)}: inputs, step results and outbox batches larger than this are refused — raise it (16 MiB or more)`, { bytes: n });
+    return check(
+      'max_allowed_packet',
+      'warn',
+      `${mib(n)}: inputs, step results and outbox batches larger than this are refused — raise it (16 MiB or more)`,
+      { bytes: n },
+    );
   }
-  return check('max_allowed_packet', 'ok', `${mib(n)}: no single value, step result or outbox batch may exceed it`, { bytes: n });
+  return check('max_allowed_packet', 'ok', `${mib(n)}: no single value, step result or outbox batch may exceed it`, {
+    bytes: n,
+  });
 }
 
 function timeZoneCheck(f) {
-  const value = { system: f.session.system_time_zone || null, global: f.global.time_zone || null, session: f.session.time_zone || null };
-  return check('time_zone', 'ok',
+  const value = {
+    system: f.session.system_time_zone || null,
+    global: f.global.time_zone || null,
+    session: f.session.time_zone || null,
+  };
+  return check(
+    'time_zone',
+    'ok',
     `system ${value.system || '?'}, global ${value.global || '?'}, session ${value.session || '?'} — informational: the package stores times as epoch milliseconds`,
-    value);
+    value,
+  );
 }
 
 function binlogCheck(f) {
@@ -814,8 +1073,12 @@ function binlogCheck(f) {
   const value = { logBin: on, format };
   if (!on) return check('binlog', 'ok', `binary log off${format ? ` (binlog_format ${format})` : ''}`, value);
   if (format === 'STATEMENT' && isOn(f.session.sql_log_bin ?? 'ON')) {
-    return check('binlog', 'fail',
-      'binlog_format = STATEMENT with READ COMMITTED: InnoDB refuses every write (error 1665) — use ROW (or MIXED)', value);
+    return check(
+      'binlog',
+      'fail',
+      'binlog_format = STATEMENT with READ COMMITTED: InnoDB refuses every write (error 1665) — use ROW (or MIXED)',
+      value,
+    );
   }
   return check('binlog', 'ok', `binary log on, binlog_format ${format || '?'}`, value);
 }
@@ -823,7 +1086,11 @@ function binlogCheck(f) {
 function galeraChecks(f) {
   const wsrep = isOn(f.session.wsrep_on ?? f.global.wsrep_on);
   if (!wsrep) {
-    return [check('galera', 'ok', `not a Galera node (wsrep_on ${f.global.wsrep_on || f.session.wsrep_on || 'absent'})`, { galera: false })];
+    return [
+      check('galera', 'ok', `not a Galera node (wsrep_on ${f.global.wsrep_on || f.session.wsrep_on || 'absent'})`, {
+        galera: false,
+      }),
+    ];
   }
   const size = Number(f.status.wsrep_cluster_size);
   const state = f.status.wsrep_local_state_comment || 'unknown';
@@ -832,12 +1099,22 @@ function galeraChecks(f) {
   const node = { galera: true, clusterSize: Number.isFinite(size) ? size : null, state, clusterStatus: status, ready };
   const out = [];
   if (!ready || !/^primary$/i.test(status)) {
-    out.push(check('galera', 'fail', `Galera node not ready (wsrep_ready ${f.status.wsrep_ready || '?'}, cluster status ${status}, state ${state}): it refuses queries`, node));
+    out.push(
+      check(
+        'galera',
+        'fail',
+        `Galera node not ready (wsrep_ready ${f.status.wsrep_ready || '?'}, cluster status ${status}, state ${state}): it refuses queries`,
+        node,
+      ),
+    );
   } else if (!/^synced$/i.test(state)) {
     out.push(check('galera', 'warn', `Galera node in state ${state} (not Synced), cluster of ${size}`, node));
   } else if (!(size >= 3)) {
-    const why = size === 1 ? 'a single-node cluster has no redundancy' : `with ${size} nodes, losing one leaves no quorum`;
-    out.push(check('galera', 'warn', `Galera node Synced, cluster Primary, but ${why} (3 or more nodes recommended)`, node));
+    const why =
+      size === 1 ? 'a single-node cluster has no redundancy' : `with ${size} nodes, losing one leaves no quorum`;
+    out.push(
+      check('galera', 'warn', `Galera node Synced, cluster Primary, but ${why} (3 or more nodes recommended)`, node),
+    );
   } else {
     out.push(check('galera', 'ok', `Galera node Synced, cluster of ${size}, Primary`, node));
   }
@@ -848,11 +1125,19 @@ function galeraChecks(f) {
   const autoinc = f.global.innodb_autoinc_lock_mode;
   if (autoinc !== '2') problems.push(`innodb_autoinc_lock_mode ${autoinc || '?'} (Galera needs 2)`);
   const syncWait = Number(f.session.wsrep_sync_wait ?? f.global.wsrep_sync_wait);
-  notes.push(`wsrep_sync_wait ${Number.isFinite(syncWait) ? syncWait : '?'}${syncWait === 0 ? ' (a read on one node right after a write on another may miss it; the port methods do not rely on that, applications reading back across nodes should set 1)' : ''}`);
-  const settings = { binlogFormat: format || null, innodbAutoincLockMode: autoinc ?? null, wsrepSyncWait: Number.isFinite(syncWait) ? syncWait : null };
-  out.push(problems.length
-    ? check('galera.settings', 'fail', `${problems.join('; ')}; ${notes.join('; ')}`, settings)
-    : check('galera.settings', 'ok', `binlog_format ROW, innodb_autoinc_lock_mode 2, ${notes.join('; ')}`, settings));
+  notes.push(
+    `wsrep_sync_wait ${Number.isFinite(syncWait) ? syncWait : '?'}${syncWait === 0 ? ' (a read on one node right after a write on another may miss it; the port methods do not rely on that, applications reading back across nodes should set 1)' : ''}`,
+  );
+  const settings = {
+    binlogFormat: format || null,
+    innodbAutoincLockMode: autoinc ?? null,
+    wsrepSyncWait: Number.isFinite(syncWait) ? syncWait : null,
+  };
+  out.push(
+    problems.length
+      ? check('galera.settings', 'fail', `${problems.join('; ')}; ${notes.join('; ')}`, settings)
+      : check('galera.settings', 'ok', `binlog_format ROW, innodb_autoinc_lock_mode 2, ${notes.join('; ')}`, settings),
+  );
   return out;
 }
 
@@ -860,14 +1145,31 @@ function replicationCheck(f) {
   const ro = isOn(f.global.read_only);
   const sro = isOn(f.global.super_read_only);
   const txro = isOn(f.session.transaction_read_only ?? f.session.tx_read_only);
-  const value = { readOnly: ro, superReadOnly: sro, sessionReadOnly: txro, replicaOf: f.replica ? f.replica.source : null };
+  const value = {
+    readOnly: ro,
+    superReadOnly: sro,
+    sessionReadOnly: txro,
+    replicaOf: f.replica ? f.replica.source : null,
+  };
   const of = f.replica ? ` (a replica of ${f.replica.source || 'another server'})` : '';
   if (ro || sro || txro) {
-    const which = [ro && 'read_only', sro && 'super_read_only', txro && 'transaction_read_only (session)'].filter(Boolean).join(', ');
-    return check('replication', 'fail', `the server is read-only (${which} ON)${of}: every write fails — point the backend at the primary`, value);
+    const which = [ro && 'read_only', sro && 'super_read_only', txro && 'transaction_read_only (session)']
+      .filter(Boolean)
+      .join(', ');
+    return check(
+      'replication',
+      'fail',
+      `the server is read-only (${which} ON)${of}: every write fails — point the backend at the primary`,
+      value,
+    );
   }
   if (f.replica) {
-    return check('replication', 'warn', `writable, but this server replicates${of.replace(' (', ' — ').replace(')', '')} (IO ${f.replica.io}, SQL ${f.replica.sqlThread}): writes here can conflict with the primary's`, value);
+    return check(
+      'replication',
+      'warn',
+      `writable, but this server replicates${of.replace(' (', ' — ').replace(')', '')} (IO ${f.replica.io}, SQL ${f.replica.sqlThread}): writes here can conflict with the primary's`,
+      value,
+    );
   }
   return check('replication', 'ok', `writable (read_only OFF${f.errors.replica ? '' : ', not a replica'})`, value);
 }
@@ -879,63 +1181,121 @@ function poolChecks(f, t) {
   const max = Number(f.global.max_connections);
   const inUse = Number(f.status.threads_connected);
   const perUser = Number(f.session.max_user_connections);
-  const conn = { connectionLimit: p.connectionLimit, maxConnections: Number.isFinite(max) ? max : null, threadsConnected: Number.isFinite(inUse) ? inUse : null, maxUserConnections: Number.isFinite(perUser) ? perUser : null };
-  if (!Number.isFinite(max)) out.push(check('pool.connections', 'warn', `connectionLimit ${p.connectionLimit} (${src}); could not read max_connections`, conn));
+  const conn = {
+    connectionLimit: p.connectionLimit,
+    maxConnections: Number.isFinite(max) ? max : null,
+    threadsConnected: Number.isFinite(inUse) ? inUse : null,
+    maxUserConnections: Number.isFinite(perUser) ? perUser : null,
+  };
+  if (!Number.isFinite(max))
+    out.push(
+      check(
+        'pool.connections',
+        'warn',
+        `connectionLimit ${p.connectionLimit} (${src}); could not read max_connections`,
+        conn,
+      ),
+    );
   else if (p.connectionLimit > max) {
-    out.push(check('pool.connections', 'fail', `connectionLimit ${p.connectionLimit} (${src}) exceeds max_connections ${max}: under load calls fail with "Too many connections"`, conn));
+    out.push(
+      check(
+        'pool.connections',
+        'fail',
+        `connectionLimit ${p.connectionLimit} (${src}) exceeds max_connections ${max}: under load calls fail with "Too many connections"`,
+        conn,
+      ),
+    );
   } else if (perUser > 0 && p.connectionLimit > perUser) {
-    out.push(check('pool.connections', 'fail', `connectionLimit ${p.connectionLimit} (${src}) exceeds this account's max_user_connections ${perUser}`, conn));
+    out.push(
+      check(
+        'pool.connections',
+        'fail',
+        `connectionLimit ${p.connectionLimit} (${src}) exceeds this account's max_user_connections ${perUser}`,
+        conn,
+      ),
+    );
   } else {
     const free = Number.isFinite(inUse) ? max - inUse : max;
     const fit = Math.floor(free / p.connectionLimit);
     const detail = `connectionLimit ${p.connectionLimit} (${src}) of max_connections ${max}${Number.isFinite(inUse) ? `, ${inUse} connected now` : ''}`;
-    out.push(fit < 1
-      ? check('pool.connections', 'warn', `${detail}: not enough headroom for one more such pool`, conn)
-      : check('pool.connections', 'ok', `${detail}: room for ${fit} process(es) with this pool`, conn));
+    out.push(
+      fit < 1
+        ? check('pool.connections', 'warn', `${detail}: not enough headroom for one more such pool`, conn)
+        : check('pool.connections', 'ok', `${detail}: room for ${fit} process(es) with this pool`, conn),
+    );
   }
 
   const wait = Number(f.session.wait_timeout);
   const lockWait = Number(f.session.innodb_lock_wait_timeout);
   const stmt = Number(f.session.max_statement_time || 0) * 1000 || Number(f.session.max_execution_time || 0);
-  const timeouts = { acquireTimeoutMs: p.acquireTimeoutMs, queryTimeoutMs: p.queryTimeoutMs, waitTimeoutS: Number.isFinite(wait) ? wait : null, lockWaitTimeoutS: Number.isFinite(lockWait) ? lockWait : null };
+  const timeouts = {
+    acquireTimeoutMs: p.acquireTimeoutMs,
+    queryTimeoutMs: p.queryTimeoutMs,
+    waitTimeoutS: Number.isFinite(wait) ? wait : null,
+    lockWaitTimeoutS: Number.isFinite(lockWait) ? lockWait : null,
+  };
   const warns = [];
   const notes = [];
   if (Number.isFinite(wait) && wait * 1000 <= POOL_IDLE_TTL_MS) {
-    warns.push(`wait_timeout ${wait} s closes idle connections before the pool retires them (${POOL_IDLE_TTL_MS / 1000} s): the first call after a pause may fail — raise it above ${POOL_IDLE_TTL_MS / 1000} s`);
+    warns.push(
+      `wait_timeout ${wait} s closes idle connections before the pool retires them (${POOL_IDLE_TTL_MS / 1000} s): the first call after a pause may fail — raise it above ${POOL_IDLE_TTL_MS / 1000} s`,
+    );
   } else if (Number.isFinite(wait)) notes.push(`wait_timeout ${wait} s`);
   if (p.queryTimeoutMs > 0 && Number.isFinite(lockWait) && p.queryTimeoutMs <= lockWait * 1000) {
-    warns.push(`queryTimeoutMs ${p.queryTimeoutMs} is not above innodb_lock_wait_timeout ${lockWait} s: a lock wait ends in a killed session instead of error 1205`);
-  } else notes.push(`queryTimeoutMs ${p.queryTimeoutMs === 0 ? '0 (no bound: a silent network blocks calls for minutes)' : p.queryTimeoutMs}${Number.isFinite(lockWait) ? ` vs innodb_lock_wait_timeout ${lockWait} s` : ''}`);
+    warns.push(
+      `queryTimeoutMs ${p.queryTimeoutMs} is not above innodb_lock_wait_timeout ${lockWait} s: a lock wait ends in a killed session instead of error 1205`,
+    );
+  } else
+    notes.push(
+      `queryTimeoutMs ${p.queryTimeoutMs === 0 ? '0 (no bound: a silent network blocks calls for minutes)' : p.queryTimeoutMs}${Number.isFinite(lockWait) ? ` vs innodb_lock_wait_timeout ${lockWait} s` : ''}`,
+    );
   notes.push(`acquireTimeoutMs ${p.acquireTimeoutMs}`);
   if (stmt > 0) notes.push(`the server stops statements after ${stmt} ms (max_statement_time / max_execution_time)`);
-  out.push(warns.length
-    ? check('pool.timeouts', 'warn', `${warns.join('; ')}; ${notes.join(', ')} (${src})`, timeouts)
-    : check('pool.timeouts', 'ok', `${notes.join(', ')} (${src})`, timeouts));
+  out.push(
+    warns.length
+      ? check('pool.timeouts', 'warn', `${warns.join('; ')}; ${notes.join(', ')} (${src})`, timeouts)
+      : check('pool.timeouts', 'ok', `${notes.join(', ')} (${src})`, timeouts),
+  );
   return out;
 }
 
 /** Every check from the collected facts. `t`: { prefix, contract, pendingWork, pool, native, own, setIsolation }. */
 function judge(f, t) {
   const checks = [];
-  checks.push(check('connection', 'ok', `connected as ${f.currentUser} in ${f.connectMs} ms`, { user: f.currentUser, ms: f.connectMs }));
+  checks.push(
+    check('connection', 'ok', `connected as ${f.currentUser} in ${f.connectMs} ms`, {
+      user: f.currentUser,
+      ms: f.connectMs,
+    }),
+  );
   checks.push(serverCheck(f));
-  checks.push(f.database === null
-    ? check('database', 'fail', 'no database selected: put it in the URL path (mysql://user@host:3306/<database>)')
-    : check('database', 'ok', `\`${f.database}\``, { name: f.database }));
+  checks.push(
+    f.database === null
+      ? check('database', 'fail', 'no database selected: put it in the URL path (mysql://user@host:3306/<database>)')
+      : check('database', 'ok', `\`${f.database}\``, { name: f.database }),
+  );
   checks.push(skipLockedCheck(f));
   checks.push(...isolationChecks(f, t));
   let layout = null;
   let tableLines = [];
   if (f.database !== null) {
     if (!f.tables) {
-      tableLines = [check('tables', 'warn', `could not read information_schema: ${f.errors.tables || 'unknown error'}`)];
+      tableLines = [
+        check('tables', 'warn', `could not read information_schema: ${f.errors.tables || 'unknown error'}`),
+      ];
     } else {
       const expected = { [ALPHA2]: expectedLayout(t.prefix, ALPHA2), [V3]: expectedLayout(t.prefix, V3) };
       const r = tableChecks(f, t, expected);
       layout = layoutName(r.layouts);
       tableLines = [...r.checks, layoutCheck(f, t, layout)];
       if (f.errors.columns || f.errors.indexes) {
-        tableLines.push(check('tables', 'warn', `parts of information_schema could not be read: ${[f.errors.columns, f.errors.indexes].filter(Boolean).join('; ')}`));
+        tableLines.push(
+          check(
+            'tables',
+            'warn',
+            `parts of information_schema could not be read: ${[f.errors.columns, f.errors.indexes].filter(Boolean).join('; ')}`,
+          ),
+        );
       }
     }
   }
@@ -948,7 +1308,14 @@ function judge(f, t) {
     const canSee = !has || ['EXECUTE', 'CREATE ROUTINE', 'ALTER ROUTINE'].some((p) => has(p, where));
     checks.push(routineCheck(f, t, canSee));
   }
-  checks.push(packetCheck(f), timeZoneCheck(f), binlogCheck(f), ...galeraChecks(f), replicationCheck(f), ...poolChecks(f, t));
+  checks.push(
+    packetCheck(f),
+    timeZoneCheck(f),
+    binlogCheck(f),
+    ...galeraChecks(f),
+    replicationCheck(f),
+    ...poolChecks(f, t),
+  );
   return checks;
 }
 
@@ -967,9 +1334,12 @@ function optionsOf(opts, fallback) {
   if (c.absent(opts)) opts = {};
   c.obj(opts, 'opts');
   const contract = c.absent(opts.contract) ? fallback : opts.contract;
-  if (!CONTRACTS.includes(contract)) throw c.typeError(`checkDatabase: opts.contract must be one of ${CONTRACTS.join(', ')}`);
-  if (!c.absent(opts.pendingWork) && typeof opts.pendingWork !== 'boolean') throw c.typeError('checkDatabase: opts.pendingWork must be a boolean');
-  if (!c.absent(opts.setIsolation) && typeof opts.setIsolation !== 'boolean') throw c.typeError('checkDatabase: opts.setIsolation must be a boolean');
+  if (!CONTRACTS.includes(contract))
+    throw c.typeError(`checkDatabase: opts.contract must be one of ${CONTRACTS.join(', ')}`);
+  if (!c.absent(opts.pendingWork) && typeof opts.pendingWork !== 'boolean')
+    throw c.typeError('checkDatabase: opts.pendingWork must be a boolean');
+  if (!c.absent(opts.setIsolation) && typeof opts.setIsolation !== 'boolean')
+    throw c.typeError('checkDatabase: opts.setIsolation must be a boolean');
   const pool = c.absent(opts.pool) ? undefined : opts.pool;
   if (pool !== undefined) c.obj(pool, 'opts.pool');
   return {
@@ -1051,9 +1421,10 @@ async function checkDatabaseOf(sql, prefix, opts, fallback) {
       acquireTimeoutMs: o.pool?.acquireTimeoutMs ?? cfg.acquireTimeoutMs ?? POOL_DEFAULTS.acquireTimeoutMs,
       queryTimeoutMs: o.pool?.queryTimeoutMs ?? cfg.queryTimeoutMs ?? POOL_DEFAULTS.queryTimeoutMs,
       setIsolation,
-      source: cfg.connectionLimit !== undefined || cfg.acquireTimeoutMs !== undefined || cfg.queryTimeoutMs !== undefined
-        ? 'as configured'
-        : 'mysqlPool defaults',
+      source:
+        cfg.connectionLimit !== undefined || cfg.acquireTimeoutMs !== undefined || cfg.queryTimeoutMs !== undefined
+          ? 'as configured'
+          : 'mysqlPool defaults',
     };
     own = mysqlPool(
       { ...cfg, connectionLimit: 2, acquireTimeoutMs: o.timeoutMs, queryTimeoutMs: DOCTOR_QUERY_MS },
@@ -1061,7 +1432,15 @@ async function checkDatabaseOf(sql, prefix, opts, fallback) {
     );
     sql = own;
   }
-  const target = { prefix, contract: o.contract, pendingWork: o.pendingWork, pool, native, own: own !== null, setIsolation: pool.setIsolation };
+  const target = {
+    prefix,
+    contract: o.contract,
+    pendingWork: o.pendingWork,
+    pool,
+    native,
+    own: own !== null,
+    setIsolation: pool.setIsolation,
+  };
 
   let result;
   try {
@@ -1070,7 +1449,12 @@ async function checkDatabaseOf(sql, prefix, opts, fallback) {
       facts = await collect(sql, prefix, o.contract);
     } catch (e) {
       const whom = own ? ` ${describeTarget(given)}` : '';
-      const checks = [check('connection', 'fail', `cannot connect to or query${whom || ' the server'}: ${errorText(e)}`, { code: e && e.code, errno: e && e.errno })];
+      const checks = [
+        check('connection', 'fail', `cannot connect to or query${whom || ' the server'}: ${errorText(e)}`, {
+          code: e && e.code,
+          errno: e && e.errno,
+        }),
+      ];
       result = { verdict: 'fail', checks };
     }
     if (!result) {

@@ -4,7 +4,17 @@
 // (src/args.rs).
 const c = require('./check');
 
-const RUN_STATUSES = ['pending', 'running', 'sleeping', 'awaiting_signal', 'awaiting_child', 'retrying', 'done', 'failed', 'canceled'];
+const RUN_STATUSES = [
+  'pending',
+  'running',
+  'sleeping',
+  'awaiting_signal',
+  'awaiting_child',
+  'retrying',
+  'done',
+  'failed',
+  'canceled',
+];
 
 const { absent } = c;
 
@@ -53,7 +63,8 @@ function outboxOf(fx, name, { v3 = false } = {}) {
   c.obj(fx, name);
   const out = {};
   // 3.0 fencing: write only while the run's job still has this version.
-  if (v3 && !absent(fx.requireVersion)) out.requireVersion = c.int(fx.requireVersion, `${name}.requireVersion`, 0, Number.MAX_SAFE_INTEGER);
+  if (v3 && !absent(fx.requireVersion))
+    out.requireVersion = c.int(fx.requireVersion, `${name}.requireVersion`, 0, Number.MAX_SAFE_INTEGER);
   if (!absent(fx.spawn)) {
     out.spawn = c.arr(fx.spawn, `${name}.spawn`).map((s, i) => {
       const n = `${name}.spawn[${i}]`;

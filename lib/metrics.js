@@ -11,7 +11,10 @@ function renderPrometheus(stats, { prefix = 'iterativeflow_mysql' } = {}) {
     lines.push(`# HELP ${prefix}_${name} ${help}`, `# TYPE ${prefix}_${name} ${type}`);
     for (const [labels, value] of samples) lines.push(`${prefix}_${name}${labels} ${value}`);
   };
-  const label = (pairs) => `{${Object.entries(pairs).map(([k, v]) => `${k}="${v}"`).join(',')}}`;
+  const label = (pairs) =>
+    `{${Object.entries(pairs)
+      .map(([k, v]) => `${k}="${v}"`)
+      .join(',')}}`;
   metric('round_trips_total', 'counter', 'Round trips sent by the backend.', [['', stats.roundTrips]]);
   metric('statements_total', 'counter', 'Statements sent by the backend.', [['', stats.statements]]);
   metric('retries_total', 'counter', 'Units re-run after a deadlock, lock wait timeout or certification failure.', [
@@ -24,7 +27,12 @@ function renderPrometheus(stats, { prefix = 'iterativeflow_mysql' } = {}) {
     [label({ state: 'waiting' }), stats.pool.waiters],
   ]);
   const methods = Object.entries(stats.methods);
-  metric('calls_total', 'counter', 'Port method calls.', methods.map(([m, s]) => [label({ method: m }), s.calls]));
+  metric(
+    'calls_total',
+    'counter',
+    'Port method calls.',
+    methods.map(([m, s]) => [label({ method: m }), s.calls]),
+  );
   metric(
     'errors_total',
     'counter',

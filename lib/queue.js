@@ -44,7 +44,12 @@ function createQueue(call, tokenIds, contract) {
       if (names?.length === 0) return [];
       const text = await call('claim', () => [at, leaseMs, limit, names, tokenIds]);
       const expiresAt = at + leaseMs;
-      return JSON.parse(text).map((l) => ({ runId: l.runId, token: l.token, expiresAt: new Date(expiresAt), version: l.version }));
+      return JSON.parse(text).map((l) => ({
+        runId: l.runId,
+        token: l.token,
+        expiresAt: new Date(expiresAt),
+        version: l.version,
+      }));
     },
     async heartbeat(lease, hbOpts) {
       let expires;
@@ -82,15 +87,13 @@ function createQueue(call, tokenIds, contract) {
 
   return Object.assign(queue, {
     async enqueueMany(requests) {
-      await call('enqueueMany', () =>
-        [
-          c.arr(requests, 'requests').map((r, i) => {
-            const n = `requests[${i}]`;
-            c.obj(r, n);
-            return { runId: c.str(r.runId, `${n}.runId`), ...enc.enqueueOpts(r.opts, `${n}.opts`) };
-          }),
-        ],
-      );
+      await call('enqueueMany', () => [
+        c.arr(requests, 'requests').map((r, i) => {
+          const n = `requests[${i}]`;
+          c.obj(r, n);
+          return { runId: c.str(r.runId, `${n}.runId`), ...enc.enqueueOpts(r.opts, `${n}.opts`) };
+        }),
+      ]);
     },
   });
 }

@@ -54,16 +54,19 @@ async function applySchemaOf(sql, prefix, opts, fallback) {
   // One connection for the whole upgrade, so that the named lock and every step share it.
   await sql.tx(async (t) => {
     const [{ got }] = await t.query(
-      'SELECT GET_LOCK(CONCAT(\'ifw_schema_\', MD5(CONCAT(DATABASE(), \'.\', ?))), ?) AS got',
+      "SELECT GET_LOCK(CONCAT('ifw_schema_', MD5(CONCAT(DATABASE(), '.', ?))), ?) AS got",
       [prefixOf(prefix), LOCK_WAIT_S],
     );
-    if (Number(got) !== 1) throw new Error(`applySchema: another applySchema held the schema lock for ${LOCK_WAIT_S} s`);
+    if (Number(got) !== 1)
+      throw new Error(`applySchema: another applySchema held the schema lock for ${LOCK_WAIT_S} s`);
     try {
       for (const stmt of plan.tables) await t.query(stmt);
       for (const m of plan.columns) await addColumn(t, m);
       if (pendingWork) await createFunction(t, plan);
     } finally {
-      await t.query('SELECT RELEASE_LOCK(CONCAT(\'ifw_schema_\', MD5(CONCAT(DATABASE(), \'.\', ?)))) AS released', [prefixOf(prefix)]);
+      await t.query("SELECT RELEASE_LOCK(CONCAT('ifw_schema_', MD5(CONCAT(DATABASE(), '.', ?)))) AS released", [
+        prefixOf(prefix),
+      ]);
     }
   });
 }

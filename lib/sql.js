@@ -290,7 +290,8 @@ function mysqlPool(x, opts) {
   const cfg = configOf(x);
   if (opts !== undefined && opts !== null) {
     if (typeof opts !== 'object') throw fail('opts must be an object');
-    if (opts.setIsolation !== undefined && typeof opts.setIsolation !== 'boolean') throw fail('opts.setIsolation must be a boolean');
+    if (opts.setIsolation !== undefined && typeof opts.setIsolation !== 'boolean')
+      throw fail('opts.setIsolation must be a boolean');
     if (opts.setIsolation !== undefined) cfg.setIsolation = opts.setIsolation;
   }
   return new MysqlSql(new binding.NativeSql(cfg));

@@ -144,7 +144,8 @@ function createStore(call, newId, contract) {
     async listRuns(filter, page) {
       // The JavaScript packages turn `status: null` (and 3.0 `version: null`) into a comparison
       // with NULL: a page that matches nothing.
-      const nulled = filter !== null && typeof filter === 'object' && (filter.status === null || (v3 && filter.version === null));
+      const nulled =
+        filter !== null && typeof filter === 'object' && (filter.status === null || (v3 && filter.version === null));
       if (nulled) return { runs: [], cursor: undefined };
       const text = await call('listRuns', () => {
         c.obj(filter, 'filter');

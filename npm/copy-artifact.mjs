@@ -119,7 +119,8 @@ export function checkPackages({ root = repoRoot } = {}) {
       problems.push(`${where}: version ${pkg.version} differs from the root's ${rootPkg.version}`);
     }
     if (pkg.main !== bin) problems.push(`${where}: main is ${pkg.main}, expected ${bin}`);
-    if (JSON.stringify(pkg.files) !== JSON.stringify([bin])) problems.push(`${where}: files should be exactly ["${bin}"]`);
+    if (JSON.stringify(pkg.files) !== JSON.stringify([bin]))
+      problems.push(`${where}: files should be exactly ["${bin}"]`);
     if (JSON.stringify(pkg.os) !== JSON.stringify([osName])) problems.push(`${where}: os should be ["${osName}"]`);
     if (JSON.stringify(pkg.cpu) !== JSON.stringify([cpu])) problems.push(`${where}: cpu should be ["${cpu}"]`);
     if (osName === 'linux') {
@@ -128,12 +129,14 @@ export function checkPackages({ root = repoRoot } = {}) {
     } else if (pkg.libc !== undefined) {
       problems.push(`${where}: libc only applies to linux packages`);
     }
-    if (pkg.license !== rootPkg.license) problems.push(`${where}: license ${pkg.license}, the root's is ${rootPkg.license}`);
+    if (pkg.license !== rootPkg.license)
+      problems.push(`${where}: license ${pkg.license}, the root's is ${rootPkg.license}`);
     // npm publish --provenance checks that repository.url names the repository that built it.
     if (!pkg.repository || !rootPkg.repository || pkg.repository.url !== rootPkg.repository.url) {
       problems.push(`${where}: repository.url should be the root's (${rootPkg.repository && rootPkg.repository.url})`);
     }
-    if (JSON.stringify(pkg.engines) !== JSON.stringify(rootPkg.engines)) problems.push(`${where}: engines differ from the root's`);
+    if (JSON.stringify(pkg.engines) !== JSON.stringify(rootPkg.engines))
+      problems.push(`${where}: engines differ from the root's`);
     if (!fs.existsSync(path.join(root, 'npm', triple, 'README.md'))) problems.push(`${where}: README.md is missing`);
     for (const f of ['dependencies', 'optionalDependencies', 'scripts']) {
       if (pkg[f] !== undefined) problems.push(`${where}: a platform package has no ${f}`);

@@ -18,7 +18,10 @@ function suite(ctx) {
     const r = await ctx.store.startRun({ name: 'f', version: 1, input: null, createdAt: d });
     assert.equal((await ctx.store.loadRunRow(r.runId)).createdAt.getTime(), at(5).getTime());
     await ctx.queue.enqueue(r.runId, { runAt: d });
-    assert.deepEqual((await ctx.queue.claim({ limit: 5, leaseMs: LEASE, now: foreignDate(at(5).getTime()) })).map((l) => l.runId), [r.runId]);
+    assert.deepEqual(
+      (await ctx.queue.claim({ limit: 5, leaseMs: LEASE, now: foreignDate(at(5).getTime()) })).map((l) => l.runId),
+      [r.runId],
+    );
     await ctx.timer.schedule(r.runId, d);
     assert.deepEqual(await ctx.timer.dueBatch({ now: d, limit: 5 }), [r.runId]);
     assert.equal(typeof (await ctx.queue.depth(d)).claimable, 'number');
@@ -26,15 +29,32 @@ function suite(ctx) {
 
   test('null means absent for every optional field', async () => {
     const run = await ctx.newRun();
-    const step = await ctx.store.checkpointStep({ runId: run, cursorKey: 's0', status: 'ok', result: 1, attempts: 1, shape: null }, null);
+    const step = await ctx.store.checkpointStep(
+      { runId: run, cursorKey: 's0', status: 'ok', result: 1, attempts: 1, shape: null },
+      null,
+    );
     assert.equal(step.shape, undefined);
     await ctx.store.checkpointStep(
       { runId: run, cursorKey: 's1', status: 'ok', result: 1, attempts: 1 },
       { spawn: null, enqueue: null, timers: null, cancelTimers: null, consumeSignals: null, joinTarget: null },
     );
-    await ctx.store.suspendRun(run, 'sleeping', { spawn: null, enqueue: null, timers: null, cancelTimers: null, consumeSignals: null });
+    await ctx.store.suspendRun(run, 'sleeping', {
+      spawn: null,
+      enqueue: null,
+      timers: null,
+      cancelTimers: null,
+      consumeSignals: null,
+    });
     await ctx.store.markTerminal(run, { status: 'done', output: 1 }, { timers: null });
-    await ctx.store.upsertCron({ name: 'c', schedule: '* * * * *', flowName: 'f', flowVersion: 1, input: null, overlap: null, nextRunAt: at(0) });
+    await ctx.store.upsertCron({
+      name: 'c',
+      schedule: '* * * * *',
+      flowName: 'f',
+      flowVersion: 1,
+      input: null,
+      overlap: null,
+      nextRunAt: at(0),
+    });
     assert.equal((await ctx.store.dueCrons(at(0), 5))[0].overlap, 'allow');
     const page = await ctx.store.listRuns({}, { limit: 5, cursor: null });
     assert.equal(page.runs.length, 1);
@@ -58,7 +78,14 @@ function suite(ctx) {
 
   test('length limits count code points, as utf8mb4 columns do', async () => {
     const schedule = ASTRAL.repeat(200); // 400 UTF-16 units, 200 code points
-    await ctx.store.upsertCron({ name: 'astral', schedule, flowName: 'f', flowVersion: 1, input: null, nextRunAt: at(0) });
+    await ctx.store.upsertCron({
+      name: 'astral',
+      schedule,
+      flowName: 'f',
+      flowVersion: 1,
+      input: null,
+      nextRunAt: at(0),
+    });
     assert.equal((await ctx.store.dueCrons(at(0), 5))[0].schedule, schedule);
     const key = ASTRAL.repeat(191);
     const r = await ctx.store.startRun({ name: ASTRAL.repeat(191), version: 1, input: null, idempotencyKey: key });
@@ -70,7 +97,13 @@ function suite(ctx) {
       message: /spec\.idempotencyKey/,
     });
     await assert.rejects(
-      ctx.store.upsertCron({ name: 'x', schedule: ASTRAL.repeat(256), flowName: 'f', flowVersion: 1, nextRunAt: at(0) }),
+      ctx.store.upsertCron({
+        name: 'x',
+        schedule: ASTRAL.repeat(256),
+        flowName: 'f',
+        flowVersion: 1,
+        nextRunAt: at(0),
+      }),
       { name: 'RangeError', message: /spec\.schedule/ },
     );
   });

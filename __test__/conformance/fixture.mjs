@@ -37,13 +37,33 @@ export const LEASE = 1000;
 export const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 export const RUN_ROW_KEYS = [
-  'id', 'name', 'version', 'status', 'input', 'attempts', 'output', 'error', 'idempotencyKey',
-  'tags', 'parentRunId', 'parentCursorKey', 'depth', 'createdAt',
+  'id',
+  'name',
+  'version',
+  'status',
+  'input',
+  'attempts',
+  'output',
+  'error',
+  'idempotencyKey',
+  'tags',
+  'parentRunId',
+  'parentCursorKey',
+  'depth',
+  'createdAt',
 ];
 export const STEP_KEYS = ['status', 'result', 'error', 'attempts', 'shape'];
 export const CRON_KEYS = ['name', 'schedule', 'flowName', 'flowVersion', 'input', 'overlap', 'nextRunAt', 'lastRunAt'];
 export const RUN_STATUSES = [
-  'pending', 'running', 'sleeping', 'awaiting_signal', 'awaiting_child', 'retrying', 'done', 'failed', 'canceled',
+  'pending',
+  'running',
+  'sleeping',
+  'awaiting_signal',
+  'awaiting_child',
+  'retrying',
+  'done',
+  'failed',
+  'canceled',
 ];
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

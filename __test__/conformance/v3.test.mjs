@@ -9,7 +9,19 @@
 //   `<executor> 2.0.0-alpha.2`   the default backend on the alpha.2 layout, as the fixture makes it.
 import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EXECUTORS, setup, at, T, LEASE, CRON_KEYS, RUN_ROW_KEYS, applySchema, createMysqlBackend, wrapSql, sleep } from './fixture.mjs';
+import {
+  EXECUTORS,
+  setup,
+  at,
+  T,
+  LEASE,
+  CRON_KEYS,
+  RUN_ROW_KEYS,
+  applySchema,
+  createMysqlBackend,
+  wrapSql,
+  sleep,
+} from './fixture.mjs';
 
 const V3 = { contract: '3.0.0' };
 const STEP_V3_KEYS = ['status', 'result', 'error', 'attempts', 'call'];
@@ -27,7 +39,12 @@ function helpers(ctx) {
       return (await ctx.rows(`SELECT * FROM ${ctx.t.run} WHERE id = ?`, [id]))[0];
     },
     async job(id) {
-      return (await ctx.rows(`SELECT run_id, run_at, priority, version, lease_token, lease_expires FROM ${ctx.t.job} WHERE run_id = ?`, [id]))[0];
+      return (
+        await ctx.rows(
+          `SELECT run_id, run_at, priority, version, lease_token, lease_expires FROM ${ctx.t.job} WHERE run_id = ?`,
+          [id],
+        )
+      )[0];
     },
     async timer(id) {
       return (await ctx.rows(`SELECT fire_at FROM ${ctx.t.timer} WHERE run_id = ?`, [id]))[0];
@@ -84,7 +101,15 @@ function suite(ctx) {
   // -------------------------------------------------------------------------------------------
 
   test('§1 the 3.0 backend has every 2.5/3.0 method', TO, () => {
-    for (const m of ['deleteRuns', 'cancelRuns', 'retryRuns', 'listCrons', 'removeCron', 'dueCronCount', 'deleteRunsOlderThan']) {
+    for (const m of [
+      'deleteRuns',
+      'cancelRuns',
+      'retryRuns',
+      'listCrons',
+      'removeCron',
+      'dueCronCount',
+      'deleteRunsOlderThan',
+    ]) {
       assert.equal(typeof ctx.store[m], 'function', `store.${m}`);
     }
     assert.equal(typeof ctx.queue.enqueueMany, 'function');
@@ -101,39 +126,55 @@ function suite(ctx) {
     await h.done(id);
     for (const m of ['deleteRuns', 'cancelRuns', 'retryRuns']) {
       await assert.rejects(ctx.store[m]({}, 10), { name: 'TypeError' }, `${m}({})`);
-      await assert.rejects(ctx.store[m]({ before: undefined, name: undefined }, 10), { name: 'TypeError' }, `${m}(undefined fields)`);
+      await assert.rejects(
+        ctx.store[m]({ before: undefined, name: undefined }, 10),
+        { name: 'TypeError' },
+        `${m}(undefined fields)`,
+      );
     }
     assert.deepEqual(await h.statuses(), { [id]: 'done' });
   });
 
-  test('§3 deleteRuns({ before }): terminal runs created before, oldest seq first, with all their rows', TO, async () => {
-    // Inserted in this order; created_at deliberately not in insertion order.
-    const d1 = await h.start({ createdAt: at(30) });
-    const d2 = await h.start({ createdAt: at(10) });
-    const d3 = await h.start({ createdAt: at(20) });
-    const live = await h.start({ createdAt: at(0) });
-    const late = await h.start({ createdAt: at(100) });
-    await h.done(d1);
-    await h.fail(d2);
-    await h.cancel(d3);
-    await h.done(late);
-    for (const id of [d1, live]) {
-      await ctx.store.checkpointStep({ runId: id, cursorKey: 's0', status: 'ok', result: 1, attempts: 1, call: 'step:a' });
-      await ctx.store.postSignal(id, 'sig', 1); // also enqueues it
-      await ctx.timer.schedule(id, at(5));
-    }
-    // limit 1: the first inserted (d1), not the oldest created (d2)
-    assert.equal(await ctx.store.deleteRuns({ before: at(50) }, 1), 1);
-    assert.deepEqual(await h.idsIn('run'), [d2, d3, live, late].sort());
-    for (const table of ['step', 'signal', 'job', 'timer']) assert.deepEqual(await h.idsIn(table), [live], `${table} rows of d1 gone, live's kept`);
-    // the rest of the eligible ones; `live` (pending) and `late` (created after) stay
-    assert.equal(await ctx.store.deleteRuns({ before: at(50) }, 10), 2);
-    assert.deepEqual(await h.idsIn('run'), [live, late].sort());
-    assert.equal(await ctx.store.deleteRuns({ before: at(50) }, 10), 0);
-    // limit 0 deletes nothing
-    assert.equal(await ctx.store.deleteRuns({ before: at(1000) }, 0), 0);
-    assert.deepEqual(await h.idsIn('run'), [live, late].sort());
-  });
+  test(
+    '§3 deleteRuns({ before }): terminal runs created before, oldest seq first, with all their rows',
+    TO,
+    async () => {
+      // Inserted in this order; created_at deliberately not in insertion order.
+      const d1 = await h.start({ createdAt: at(30) });
+      const d2 = await h.start({ createdAt: at(10) });
+      const d3 = await h.start({ createdAt: at(20) });
+      const live = await h.start({ createdAt: at(0) });
+      const late = await h.start({ createdAt: at(100) });
+      await h.done(d1);
+      await h.fail(d2);
+      await h.cancel(d3);
+      await h.done(late);
+      for (const id of [d1, live]) {
+        await ctx.store.checkpointStep({
+          runId: id,
+          cursorKey: 's0',
+          status: 'ok',
+          result: 1,
+          attempts: 1,
+          call: 'step:a',
+        });
+        await ctx.store.postSignal(id, 'sig', 1); // also enqueues it
+        await ctx.timer.schedule(id, at(5));
+      }
+      // limit 1: the first inserted (d1), not the oldest created (d2)
+      assert.equal(await ctx.store.deleteRuns({ before: at(50) }, 1), 1);
+      assert.deepEqual(await h.idsIn('run'), [d2, d3, live, late].sort());
+      for (const table of ['step', 'signal', 'job', 'timer'])
+        assert.deepEqual(await h.idsIn(table), [live], `${table} rows of d1 gone, live's kept`);
+      // the rest of the eligible ones; `live` (pending) and `late` (created after) stay
+      assert.equal(await ctx.store.deleteRuns({ before: at(50) }, 10), 2);
+      assert.deepEqual(await h.idsIn('run'), [live, late].sort());
+      assert.equal(await ctx.store.deleteRuns({ before: at(50) }, 10), 0);
+      // limit 0 deletes nothing
+      assert.equal(await ctx.store.deleteRuns({ before: at(1000) }, 0), 0);
+      assert.deepEqual(await h.idsIn('run'), [live, late].sort());
+    },
+  );
 
   test('§3 deleteRuns: name, version, tag and status predicates (AND), statuses ∩ terminal', TO, async () => {
     const a1 = await h.start({ name: 'a', version: 1, tags: ['x'] });
@@ -161,61 +202,75 @@ function suite(ctx) {
     assert.deepEqual(await h.idsIn('run'), [aLive]);
   });
 
-  test('§3 deleteRuns / cancelRuns / retryRuns: an empty status intersection answers 0 without a query', TO, async () => {
-    const p = await h.start();
-    const d = await h.start();
-    const f = await h.start();
-    await h.done(d);
-    await h.fail(f);
-    const cases = [
-      ['deleteRuns', { status: 'pending' }],
-      ['deleteRuns', { status: ['running', 'sleeping'] }],
-      ['deleteRuns', { status: [] }],
-      ['cancelRuns', { status: 'done' }],
-      ['cancelRuns', { status: ['failed', 'canceled'] }],
-      ['cancelRuns', { status: [] }],
-      ['retryRuns', { status: 'done' }],
-      ['retryRuns', { status: ['pending', 'canceled'] }],
-      ['retryRuns', { status: [], name: 'flow' }],
-    ];
-    for (const [m, filter] of cases) {
-      const answers = await h.sendsNothing((b) => b.store[m](filter, 10));
-      assert.deepEqual(answers, [0, 0], `${m}(${JSON.stringify(filter)})`);
-    }
-    assert.deepEqual(await h.statuses(), { [p]: 'pending', [d]: 'done', [f]: 'failed' });
-  });
+  test(
+    '§3 deleteRuns / cancelRuns / retryRuns: an empty status intersection answers 0 without a query',
+    TO,
+    async () => {
+      const p = await h.start();
+      const d = await h.start();
+      const f = await h.start();
+      await h.done(d);
+      await h.fail(f);
+      const cases = [
+        ['deleteRuns', { status: 'pending' }],
+        ['deleteRuns', { status: ['running', 'sleeping'] }],
+        ['deleteRuns', { status: [] }],
+        ['cancelRuns', { status: 'done' }],
+        ['cancelRuns', { status: ['failed', 'canceled'] }],
+        ['cancelRuns', { status: [] }],
+        ['retryRuns', { status: 'done' }],
+        ['retryRuns', { status: ['pending', 'canceled'] }],
+        ['retryRuns', { status: [], name: 'flow' }],
+      ];
+      for (const [m, filter] of cases) {
+        const answers = await h.sendsNothing((b) => b.store[m](filter, 10));
+        assert.deepEqual(answers, [0, 0], `${m}(${JSON.stringify(filter)})`);
+      }
+      assert.deepEqual(await h.statuses(), { [p]: 'pending', [d]: 'done', [f]: 'failed' });
+    },
+  );
 
   // -------------------------------------------------------------------------------------------
   // §3 cancelRuns
   // -------------------------------------------------------------------------------------------
 
-  test('§3 cancelRuns: live runs matching the filter become canceled, timers gone, jobs kept, no error', TO, async () => {
-    const a1 = await h.start({ name: 'a' });
-    const a2 = await h.start({ name: 'a' });
-    const a3 = await h.start({ name: 'a' });
-    const aDone = await h.start({ name: 'a' });
-    const b1 = await h.start({ name: 'b' });
-    await ctx.queue.enqueue(a1);
-    await ctx.timer.schedule(a1, at(100));
-    await ctx.store.suspendRun(a2, 'sleeping', { timers: [{ runId: a2, fireAt: at(200) }] });
-    await ctx.store.suspendRun(a3, 'awaiting_signal');
-    await h.done(aDone);
-    await ctx.store.markRunning(b1);
-    await ctx.timer.schedule(b1, at(300));
+  test(
+    '§3 cancelRuns: live runs matching the filter become canceled, timers gone, jobs kept, no error',
+    TO,
+    async () => {
+      const a1 = await h.start({ name: 'a' });
+      const a2 = await h.start({ name: 'a' });
+      const a3 = await h.start({ name: 'a' });
+      const aDone = await h.start({ name: 'a' });
+      const b1 = await h.start({ name: 'b' });
+      await ctx.queue.enqueue(a1);
+      await ctx.timer.schedule(a1, at(100));
+      await ctx.store.suspendRun(a2, 'sleeping', { timers: [{ runId: a2, fireAt: at(200) }] });
+      await ctx.store.suspendRun(a3, 'awaiting_signal');
+      await h.done(aDone);
+      await ctx.store.markRunning(b1);
+      await ctx.timer.schedule(b1, at(300));
 
-    assert.equal(await ctx.store.cancelRuns({ name: 'a' }, 10), 3);
-    assert.deepEqual(await h.statuses(), { [a1]: 'canceled', [a2]: 'canceled', [a3]: 'canceled', [aDone]: 'done', [b1]: 'running' });
-    for (const id of [a1, a2, a3]) assert.equal((await h.run(id)).error, null, 'no error recorded');
-    assert.equal((await h.run(aDone)).output, '"ok"', 'a done run is untouched');
-    assert.deepEqual(await h.idsIn('timer'), [b1], "the canceled runs' timers are deleted");
-    assert.deepEqual(await h.idsIn('job'), [a1], 'job rows are left in place');
-    // a canceled run is terminal now: a second call finds nothing
-    assert.equal(await ctx.store.cancelRuns({ name: 'a' }, 10), 0);
-    // status intersected with ACTIVE: ['running', 'done'] ⇒ b1 only
-    assert.equal(await ctx.store.cancelRuns({ status: ['running', 'done'] }, 10), 1);
-    assert.equal((await h.run(b1)).status, 'canceled');
-    assert.deepEqual(await h.idsIn('timer'), []);
-  });
+      assert.equal(await ctx.store.cancelRuns({ name: 'a' }, 10), 3);
+      assert.deepEqual(await h.statuses(), {
+        [a1]: 'canceled',
+        [a2]: 'canceled',
+        [a3]: 'canceled',
+        [aDone]: 'done',
+        [b1]: 'running',
+      });
+      for (const id of [a1, a2, a3]) assert.equal((await h.run(id)).error, null, 'no error recorded');
+      assert.equal((await h.run(aDone)).output, '"ok"', 'a done run is untouched');
+      assert.deepEqual(await h.idsIn('timer'), [b1], "the canceled runs' timers are deleted");
+      assert.deepEqual(await h.idsIn('job'), [a1], 'job rows are left in place');
+      // a canceled run is terminal now: a second call finds nothing
+      assert.equal(await ctx.store.cancelRuns({ name: 'a' }, 10), 0);
+      // status intersected with ACTIVE: ['running', 'done'] ⇒ b1 only
+      assert.equal(await ctx.store.cancelRuns({ status: ['running', 'done'] }, 10), 1);
+      assert.equal((await h.run(b1)).status, 'canceled');
+      assert.deepEqual(await h.idsIn('timer'), []);
+    },
+  );
 
   test('§3 cancelRuns: limit, tag, version and before predicates', TO, async () => {
     const tagged = [];
@@ -233,7 +288,9 @@ function suite(ctx) {
     const expected = [...live.filter((id) => tagged.indexOf(id) < 3), other].length;
     assert.equal(await ctx.store.cancelRuns({ before: at(3) }, 10), expected);
     const after = await h.statuses();
-    tagged.forEach((id, i) => assert.equal(after[id], i < 3 || st[id] === 'canceled' ? 'canceled' : 'pending', `tagged[${i}]`));
+    tagged.forEach((id, i) =>
+      assert.equal(after[id], i < 3 || st[id] === 'canceled' ? 'canceled' : 'pending', `tagged[${i}]`),
+    );
     assert.equal(after[other], 'canceled');
   });
 
@@ -241,41 +298,51 @@ function suite(ctx) {
   // §3 retryRuns, retryRun
   // -------------------------------------------------------------------------------------------
 
-  test('§3 retryRuns: failed runs matching the filter ⇒ pending, error cleared, attempts 0, enqueued with their priority', TO, async () => {
-    const f1 = await h.start({ name: 'a', priority: 7 });
-    const f2 = await h.start({ name: 'a' });
-    const fOther = await h.start({ name: 'b' });
-    const dA = await h.start({ name: 'a' });
-    const pA = await h.start({ name: 'a' });
-    for (let i = 0; i < 3; i++) await ctx.store.markRunning(f1);
-    for (const id of [f1, f2, fOther]) await h.fail(id);
-    await h.done(dA);
-    // f2 still has a leased job: the retry's enqueue bumps its version and keeps the lease
-    await ctx.queue.enqueue(f2);
-    const [lease] = await claim(0);
-    assert.equal(lease.runId, f2);
+  test(
+    '§3 retryRuns: failed runs matching the filter ⇒ pending, error cleared, attempts 0, enqueued with their priority',
+    TO,
+    async () => {
+      const f1 = await h.start({ name: 'a', priority: 7 });
+      const f2 = await h.start({ name: 'a' });
+      const fOther = await h.start({ name: 'b' });
+      const dA = await h.start({ name: 'a' });
+      const pA = await h.start({ name: 'a' });
+      for (let i = 0; i < 3; i++) await ctx.store.markRunning(f1);
+      for (const id of [f1, f2, fOther]) await h.fail(id);
+      await h.done(dA);
+      // f2 still has a leased job: the retry's enqueue bumps its version and keeps the lease
+      await ctx.queue.enqueue(f2);
+      const [lease] = await claim(0);
+      assert.equal(lease.runId, f2);
 
-    assert.equal(await ctx.store.retryRuns({ name: 'a' }, 10), 2);
-    const r1 = await h.run(f1);
-    assert.equal(r1.status, 'pending');
-    assert.equal(r1.error, null);
-    assert.equal(Number(r1.attempts), 0);
-    assert.deepEqual(
-      { ...(await h.job(f1)) },
-      { run_id: f1, run_at: 0, priority: 7, version: 1, lease_token: null, lease_expires: null },
-      'enqueued with the run priority',
-    );
-    const j2 = await h.job(f2);
-    assert.equal(Number(j2.version), 2);
-    assert.equal(j2.lease_token, lease.token, 'a held lease is not taken away');
-    assert.deepEqual(await h.statuses(), { [f1]: 'pending', [f2]: 'pending', [fOther]: 'failed', [dA]: 'done', [pA]: 'pending' });
-    assert.equal(await h.job(pA), undefined, 'a pending run is not enqueued');
-    assert.equal(await h.job(fOther), undefined);
-    // the memo stays
-    const loaded = await ctx.store.loadRunRow(f1);
-    assert.equal(loaded.attempts, 0);
-    assert.equal(loaded.error, undefined);
-  });
+      assert.equal(await ctx.store.retryRuns({ name: 'a' }, 10), 2);
+      const r1 = await h.run(f1);
+      assert.equal(r1.status, 'pending');
+      assert.equal(r1.error, null);
+      assert.equal(Number(r1.attempts), 0);
+      assert.deepEqual(
+        { ...(await h.job(f1)) },
+        { run_id: f1, run_at: 0, priority: 7, version: 1, lease_token: null, lease_expires: null },
+        'enqueued with the run priority',
+      );
+      const j2 = await h.job(f2);
+      assert.equal(Number(j2.version), 2);
+      assert.equal(j2.lease_token, lease.token, 'a held lease is not taken away');
+      assert.deepEqual(await h.statuses(), {
+        [f1]: 'pending',
+        [f2]: 'pending',
+        [fOther]: 'failed',
+        [dA]: 'done',
+        [pA]: 'pending',
+      });
+      assert.equal(await h.job(pA), undefined, 'a pending run is not enqueued');
+      assert.equal(await h.job(fOther), undefined);
+      // the memo stays
+      const loaded = await ctx.store.loadRunRow(f1);
+      assert.equal(loaded.attempts, 0);
+      assert.equal(loaded.error, undefined);
+    },
+  );
 
   test('§3 retryRuns: limit and status/version predicates', TO, async () => {
     const ids = [];
@@ -311,7 +378,15 @@ function suite(ctx) {
   // -------------------------------------------------------------------------------------------
 
   const cron = (name, flowName, nextRunAt, extra = {}) =>
-    ctx.store.upsertCron({ name, schedule: '* * * * *', flowName, flowVersion: 1, input: { n: name }, nextRunAt, ...extra });
+    ctx.store.upsertCron({
+      name,
+      schedule: '* * * * *',
+      flowName,
+      flowVersion: 1,
+      input: { n: name },
+      nextRunAt,
+      ...extra,
+    });
 
   test('§3 listCrons: every cron, ordered by name, as full CronRows', TO, async () => {
     assert.deepEqual(await ctx.store.listCrons(), []);
@@ -320,11 +395,20 @@ function suite(ctx) {
     await cron('c-c', 'alpha', at(-5));
     await ctx.store.advanceCron('c-a', at(0), at(60_000), at(0));
     const list = await ctx.store.listCrons();
-    assert.deepEqual(list.map((c) => c.name), ['c-a', 'c-b', 'c-c']);
+    assert.deepEqual(
+      list.map((c) => c.name),
+      ['c-a', 'c-b', 'c-c'],
+    );
     for (const c of list) assert.deepEqual(sortedKeys(c), [...CRON_KEYS].sort());
     assert.deepEqual(list[0], {
-      name: 'c-a', schedule: '* * * * *', flowName: 'alpha', flowVersion: 1, input: { n: 'c-a' }, overlap: 'skip',
-      nextRunAt: at(60_000), lastRunAt: at(0),
+      name: 'c-a',
+      schedule: '* * * * *',
+      flowName: 'alpha',
+      flowVersion: 1,
+      input: { n: 'c-a' },
+      overlap: 'skip',
+      nextRunAt: at(60_000),
+      lastRunAt: at(0),
     });
     assert.equal(list[1].lastRunAt, undefined);
     assert.ok(list[1].nextRunAt instanceof Date);
@@ -335,10 +419,16 @@ function suite(ctx) {
     await cron('c1', 'f', at(0));
     await cron('c2', 'f', at(0));
     assert.equal(await ctx.store.removeCron('c1'), true);
-    assert.deepEqual((await ctx.rows(`SELECT name FROM ${ctx.t.cron}`)).map((r) => r.name), ['c2']);
+    assert.deepEqual(
+      (await ctx.rows(`SELECT name FROM ${ctx.t.cron}`)).map((r) => r.name),
+      ['c2'],
+    );
     assert.equal(await ctx.store.removeCron('c1'), false);
     assert.equal(await ctx.store.removeCron('nope'), false);
-    assert.deepEqual((await ctx.store.listCrons()).map((c) => c.name), ['c2']);
+    assert.deepEqual(
+      (await ctx.store.listCrons()).map((c) => c.name),
+      ['c2'],
+    );
   });
 
   test('§3 dueCronCount(now, names?): inclusive, restricted to flow names; [] ⇒ 0 without a query', TO, async () => {
@@ -357,26 +447,59 @@ function suite(ctx) {
     assert.deepEqual(await h.sendsNothing((b) => b.store.dueCronCount(at(0), [])), [0, 0]);
   });
 
-  test('§3 upsertCron keeps next_run_at while the schedule is unchanged, adopts the new one when it changes', TO, async () => {
-    await cron('c', 'f', at(1000));
-    assert.equal(await ctx.store.advanceCron('c', at(1000), at(2000), at(1000)), true);
-    // same schedule, other fields and a new nextRunAt: only next_run_at (and last_run_at) kept
-    await ctx.store.upsertCron({ name: 'c', schedule: '* * * * *', flowName: 'g', flowVersion: 2, input: 'new', overlap: 'skip', nextRunAt: at(9000) });
-    let [row] = await ctx.store.listCrons();
-    assert.deepEqual(row, {
-      name: 'c', schedule: '* * * * *', flowName: 'g', flowVersion: 2, input: 'new', overlap: 'skip', nextRunAt: at(2000), lastRunAt: at(1000),
-    });
-    // a changed schedule takes the new nextRunAt
-    await ctx.store.upsertCron({ name: 'c', schedule: '*/5 * * * *', flowName: 'g', flowVersion: 2, input: 'new', nextRunAt: at(5000) });
-    [row] = await ctx.store.listCrons();
-    assert.equal(row.schedule, '*/5 * * * *');
-    assert.equal(row.nextRunAt.getTime(), T + 5000);
-    assert.equal(row.lastRunAt.getTime(), T + 1000, 'last_run_at kept');
-    assert.equal(row.overlap, 'allow');
-    // and unchanged again: kept
-    await ctx.store.upsertCron({ name: 'c', schedule: '*/5 * * * *', flowName: 'g', flowVersion: 2, input: 'new', nextRunAt: at(7777) });
-    assert.equal(Number((await ctx.rows(`SELECT next_run_at FROM ${ctx.t.cron}`))[0].next_run_at), T + 5000);
-  });
+  test(
+    '§3 upsertCron keeps next_run_at while the schedule is unchanged, adopts the new one when it changes',
+    TO,
+    async () => {
+      await cron('c', 'f', at(1000));
+      assert.equal(await ctx.store.advanceCron('c', at(1000), at(2000), at(1000)), true);
+      // same schedule, other fields and a new nextRunAt: only next_run_at (and last_run_at) kept
+      await ctx.store.upsertCron({
+        name: 'c',
+        schedule: '* * * * *',
+        flowName: 'g',
+        flowVersion: 2,
+        input: 'new',
+        overlap: 'skip',
+        nextRunAt: at(9000),
+      });
+      let [row] = await ctx.store.listCrons();
+      assert.deepEqual(row, {
+        name: 'c',
+        schedule: '* * * * *',
+        flowName: 'g',
+        flowVersion: 2,
+        input: 'new',
+        overlap: 'skip',
+        nextRunAt: at(2000),
+        lastRunAt: at(1000),
+      });
+      // a changed schedule takes the new nextRunAt
+      await ctx.store.upsertCron({
+        name: 'c',
+        schedule: '*/5 * * * *',
+        flowName: 'g',
+        flowVersion: 2,
+        input: 'new',
+        nextRunAt: at(5000),
+      });
+      [row] = await ctx.store.listCrons();
+      assert.equal(row.schedule, '*/5 * * * *');
+      assert.equal(row.nextRunAt.getTime(), T + 5000);
+      assert.equal(row.lastRunAt.getTime(), T + 1000, 'last_run_at kept');
+      assert.equal(row.overlap, 'allow');
+      // and unchanged again: kept
+      await ctx.store.upsertCron({
+        name: 'c',
+        schedule: '*/5 * * * *',
+        flowName: 'g',
+        flowVersion: 2,
+        input: 'new',
+        nextRunAt: at(7777),
+      });
+      assert.equal(Number((await ctx.rows(`SELECT next_run_at FROM ${ctx.t.cron}`))[0].next_run_at), T + 5000);
+    },
+  );
 
   // -------------------------------------------------------------------------------------------
   // §3 RunSpec.priority
@@ -393,12 +516,15 @@ function suite(ctx) {
     ]);
     assert.equal(many[2].runId, c);
     assert.equal(many[2].created, false);
-    await ctx.store.checkpointStep({ runId: a, cursorKey: 's0', status: 'ok', result: null, attempts: 1 }, {
-      spawn: [
-        { runId: 'kid1', spec: { name: 'child', version: 1, input: null, priority: 8 } },
-        { runId: 'kid2', spec: { name: 'child', version: 1, input: null } },
-      ],
-    });
+    await ctx.store.checkpointStep(
+      { runId: a, cursorKey: 's0', status: 'ok', result: null, attempts: 1 },
+      {
+        spawn: [
+          { runId: 'kid1', spec: { name: 'child', version: 1, input: null, priority: 8 } },
+          { runId: 'kid2', spec: { name: 'child', version: 1, input: null } },
+        ],
+      },
+    );
     const prio = async (id) => Number((await h.run(id)).priority);
     assert.equal(await prio(a), 5);
     assert.equal(await prio(b), 0);
@@ -415,23 +541,27 @@ function suite(ctx) {
   // §4 enqueue priority inheritance, enqueueMany
   // -------------------------------------------------------------------------------------------
 
-  test('§4 enqueue without priority inherits the run priority (0 without a run row); an explicit one wins', TO, async () => {
-    const r = await h.start({ priority: 5 });
-    await ctx.queue.enqueue(r);
-    assert.deepEqual([Number((await h.job(r)).priority), Number((await h.job(r)).version)], [5, 1]);
-    await ctx.queue.enqueue(r, { priority: 1 });
-    assert.deepEqual([Number((await h.job(r)).priority), Number((await h.job(r)).version)], [1, 2]);
-    // a re-enqueue without priority resolves it again: the run's
-    await ctx.queue.enqueue(r, { runAt: at(10) });
-    const j = await h.job(r);
-    assert.deepEqual([Number(j.priority), Number(j.version), Number(j.run_at)], [5, 3, T + 10]);
-    await ctx.queue.enqueue('ghost');
-    assert.equal(Number((await h.job('ghost')).priority), 0);
-    await ctx.queue.enqueue('ghost', { priority: 3 });
-    assert.equal(Number((await h.job('ghost')).priority), 3);
-    await ctx.queue.enqueue('ghost', { priority: null });
-    assert.equal(Number((await h.job('ghost')).priority), 0, 'priority: null counts as absent');
-  });
+  test(
+    '§4 enqueue without priority inherits the run priority (0 without a run row); an explicit one wins',
+    TO,
+    async () => {
+      const r = await h.start({ priority: 5 });
+      await ctx.queue.enqueue(r);
+      assert.deepEqual([Number((await h.job(r)).priority), Number((await h.job(r)).version)], [5, 1]);
+      await ctx.queue.enqueue(r, { priority: 1 });
+      assert.deepEqual([Number((await h.job(r)).priority), Number((await h.job(r)).version)], [1, 2]);
+      // a re-enqueue without priority resolves it again: the run's
+      await ctx.queue.enqueue(r, { runAt: at(10) });
+      const j = await h.job(r);
+      assert.deepEqual([Number(j.priority), Number(j.version), Number(j.run_at)], [5, 3, T + 10]);
+      await ctx.queue.enqueue('ghost');
+      assert.equal(Number((await h.job('ghost')).priority), 0);
+      await ctx.queue.enqueue('ghost', { priority: 3 });
+      assert.equal(Number((await h.job('ghost')).priority), 3);
+      await ctx.queue.enqueue('ghost', { priority: null });
+      assert.equal(Number((await h.job('ghost')).priority), 0, 'priority: null counts as absent');
+    },
+  );
 
   test('§4 inherited priority orders claims; an ack release keeps it', TO, async () => {
     const low = await h.start({ priority: 10 });
@@ -457,15 +587,22 @@ function suite(ctx) {
     const existing = await h.start({ priority: 4 });
     await ctx.store.postSignal(parent, 'go', null);
     assert.equal(Number((await h.job(parent)).priority), 6, 'postSignal');
-    await ctx.store.checkpointStep({ runId: parent, cursorKey: 's0', status: 'ok', result: null, attempts: 1 }, {
-      spawn: [
-        { runId: 'kid', spec: { name: 'child', version: 1, input: null, priority: 3 } },
-        { runId: 'kid-explicit', spec: { name: 'child', version: 1, input: null, priority: 3 }, enqueue: { priority: 11 } },
-        // insert ignored (the id exists): the job takes the stored run's priority, not the spec's
-        { runId: existing, spec: { name: 'child', version: 1, input: null, priority: 99 } },
-      ],
-      enqueue: [{ runId: sibling }, { runId: 'orphan' }, { runId: parent, opts: { priority: 12 } }],
-    });
+    await ctx.store.checkpointStep(
+      { runId: parent, cursorKey: 's0', status: 'ok', result: null, attempts: 1 },
+      {
+        spawn: [
+          { runId: 'kid', spec: { name: 'child', version: 1, input: null, priority: 3 } },
+          {
+            runId: 'kid-explicit',
+            spec: { name: 'child', version: 1, input: null, priority: 3 },
+            enqueue: { priority: 11 },
+          },
+          // insert ignored (the id exists): the job takes the stored run's priority, not the spec's
+          { runId: existing, spec: { name: 'child', version: 1, input: null, priority: 99 } },
+        ],
+        enqueue: [{ runId: sibling }, { runId: 'orphan' }, { runId: parent, opts: { priority: 12 } }],
+      },
+    );
     const prio = async (id) => Number((await h.job(id)).priority);
     assert.equal(await prio('kid'), 3);
     assert.equal(await prio('kid-explicit'), 11);
@@ -481,21 +618,35 @@ function suite(ctx) {
     assert.equal(await prio(sibling), 2, 'markTerminal outbox');
   });
 
-  test('§4 outbox order: spawns first, then ONE combined enqueue (spawn enqueues, then fx.enqueue; the last wins)', TO, async () => {
-    const parent = await h.start();
-    await ctx.store.checkpointStep({ runId: parent, cursorKey: 's0', status: 'ok', result: null, attempts: 1 }, {
-      spawn: [
-        { runId: 'k1', spec: { name: 'child', version: 1, input: null, priority: 4 }, enqueue: { priority: 1, runAt: at(30) } },
-        { runId: 'k2', spec: { name: 'child', version: 1, input: null, priority: 6 } },
-      ],
-      // k1 again: this request wins over the spawn's; k2 without priority: the spawned row's
-      enqueue: [{ runId: 'k1', opts: { priority: 9 } }, { runId: 'k2', opts: { runAt: at(70) } }],
-    });
-    const k1 = await h.job('k1');
-    const k2 = await h.job('k2');
-    assert.deepEqual([Number(k1.priority), Number(k1.run_at), Number(k1.version)], [9, 0, 1], 'one upsert for k1');
-    assert.deepEqual([Number(k2.priority), Number(k2.run_at), Number(k2.version)], [6, T + 70, 1]);
-  });
+  test(
+    '§4 outbox order: spawns first, then ONE combined enqueue (spawn enqueues, then fx.enqueue; the last wins)',
+    TO,
+    async () => {
+      const parent = await h.start();
+      await ctx.store.checkpointStep(
+        { runId: parent, cursorKey: 's0', status: 'ok', result: null, attempts: 1 },
+        {
+          spawn: [
+            {
+              runId: 'k1',
+              spec: { name: 'child', version: 1, input: null, priority: 4 },
+              enqueue: { priority: 1, runAt: at(30) },
+            },
+            { runId: 'k2', spec: { name: 'child', version: 1, input: null, priority: 6 } },
+          ],
+          // k1 again: this request wins over the spawn's; k2 without priority: the spawned row's
+          enqueue: [
+            { runId: 'k1', opts: { priority: 9 } },
+            { runId: 'k2', opts: { runAt: at(70) } },
+          ],
+        },
+      );
+      const k1 = await h.job('k1');
+      const k2 = await h.job('k2');
+      assert.deepEqual([Number(k1.priority), Number(k1.run_at), Number(k1.version)], [9, 0, 1], 'one upsert for k1');
+      assert.deepEqual([Number(k2.priority), Number(k2.run_at), Number(k2.version)], [6, T + 70, 1]);
+    },
+  );
 
   test('§4 enqueueMany: distinct per run, the last request wins, one upsert per run', TO, async () => {
     const a = await h.start({ priority: 7 });
@@ -506,12 +657,17 @@ function suite(ctx) {
       { runId: 'c', opts: { runAt: at(50) } },
       { runId: 'c', opts: { runAt: at(60), priority: 2 } },
     ]);
-    const rows = await ctx.rows(`SELECT run_id, run_at, priority, version, lease_token FROM ${ctx.t.job} ORDER BY run_id`);
-    assert.deepEqual(rows.map((r) => ({ ...r })), [
-      { run_id: a, run_at: 0, priority: 7, version: 1, lease_token: null },
-      { run_id: 'b', run_at: 0, priority: 5, version: 1, lease_token: null },
-      { run_id: 'c', run_at: T + 60, priority: 2, version: 1, lease_token: null },
-    ].sort((x, y) => (x.run_id < y.run_id ? -1 : 1)));
+    const rows = await ctx.rows(
+      `SELECT run_id, run_at, priority, version, lease_token FROM ${ctx.t.job} ORDER BY run_id`,
+    );
+    assert.deepEqual(
+      rows.map((r) => ({ ...r })),
+      [
+        { run_id: a, run_at: 0, priority: 7, version: 1, lease_token: null },
+        { run_id: 'b', run_at: 0, priority: 5, version: 1, lease_token: null },
+        { run_id: 'c', run_at: T + 60, priority: 2, version: 1, lease_token: null },
+      ].sort((x, y) => (x.run_id < y.run_id ? -1 : 1)),
+    );
     // existing rows: version + 1, held leases kept, run_at / priority overwritten
     const [l] = await claim(0, { limit: 1 });
     await ctx.queue.enqueueMany([{ runId: l.runId, opts: { runAt: at(500) } }, { runId: 'd' }]);
@@ -525,21 +681,35 @@ function suite(ctx) {
     assert.equal(await ctx.count('job'), 4);
   });
 
-  test('§4 enqueueMany: the last request wins as a whole (a later one without priority inherits again)', TO, async () => {
-    const a = await h.start({ priority: 7 });
-    await ctx.queue.enqueueMany([{ runId: a, opts: { priority: 1, runAt: at(40) } }, { runId: a }]);
-    const j = await h.job(a);
-    assert.deepEqual([Number(j.priority), Number(j.run_at), Number(j.version)], [7, 0, 1]);
-    await ctx.queue.enqueueMany([{ runId: a, opts: { runAt: at(5) } }, { runId: 'x' }, { runId: a, opts: { priority: 2 } }]);
-    const k = await h.job(a);
-    assert.deepEqual([Number(k.priority), Number(k.run_at), Number(k.version)], [2, 0, 2]);
-  });
+  test(
+    '§4 enqueueMany: the last request wins as a whole (a later one without priority inherits again)',
+    TO,
+    async () => {
+      const a = await h.start({ priority: 7 });
+      await ctx.queue.enqueueMany([{ runId: a, opts: { priority: 1, runAt: at(40) } }, { runId: a }]);
+      const j = await h.job(a);
+      assert.deepEqual([Number(j.priority), Number(j.run_at), Number(j.version)], [7, 0, 1]);
+      await ctx.queue.enqueueMany([
+        { runId: a, opts: { runAt: at(5) } },
+        { runId: 'x' },
+        { runId: a, opts: { priority: 2 } },
+      ]);
+      const k = await h.job(a);
+      assert.deepEqual([Number(k.priority), Number(k.run_at), Number(k.version)], [2, 0, 2]);
+    },
+  );
 
   test('§4 enqueueMany writes the distinct runs in first-appearance order', TO, async () => {
     const log = [];
     const b = createMysqlBackend(wrapSql(ctx.sql, { log }), V3);
     const ids = ['r3', 'r1', 'r2'];
-    await b.queue.enqueueMany([{ runId: 'r3' }, { runId: 'r1' }, { runId: 'r3', opts: { priority: 1 } }, { runId: 'r2' }, { runId: 'r1' }]);
+    await b.queue.enqueueMany([
+      { runId: 'r3' },
+      { runId: 'r1' },
+      { runId: 'r3', opts: { priority: 1 } },
+      { runId: 'r2' },
+      { runId: 'r1' },
+    ]);
     const writes = log.filter((e) => /INSERT/i.test(e.text) && e.text.includes(ctx.t.job));
     assert.ok(writes.length >= 1, 'an insert into the job table');
     const seen = [];
@@ -550,12 +720,18 @@ function suite(ctx) {
   });
 
   test('§4 enqueueMany of 2,500 runs lands every one (statements of at most 1,000 rows)', TO, async () => {
-    const reqs = Array.from({ length: 2500 }, (_, i) => ({ runId: `m${String(i).padStart(4, '0')}`, opts: { priority: i % 7 } }));
+    const reqs = Array.from({ length: 2500 }, (_, i) => ({
+      runId: `m${String(i).padStart(4, '0')}`,
+      opts: { priority: i % 7 },
+    }));
     await ctx.queue.enqueueMany(reqs);
     assert.equal(await ctx.count('job'), 2500);
     assert.equal(await ctx.count('job', 'version = 1'), 2500);
     const [{ s }] = await ctx.rows(`SELECT SUM(priority) AS s FROM ${ctx.t.job}`);
-    assert.equal(Number(s), reqs.reduce((acc, r) => acc + r.opts.priority, 0));
+    assert.equal(
+      Number(s),
+      reqs.reduce((acc, r) => acc + r.opts.priority, 0),
+    );
   });
 
   // -------------------------------------------------------------------------------------------
@@ -567,7 +743,10 @@ function suite(ctx) {
     const a2 = await h.start({ name: 'alpha' });
     const b1 = await h.start({ name: 'beta' });
     for (const id of [a1, a2, b1, 'ghost']) await ctx.queue.enqueue(id);
-    assert.deepEqual(await h.sendsNothing((b) => b.queue.claim({ limit: 10, leaseMs: LEASE, now: at(0), names: [] })), [[], []]);
+    assert.deepEqual(await h.sendsNothing((b) => b.queue.claim({ limit: 10, leaseMs: LEASE, now: at(0), names: [] })), [
+      [],
+      [],
+    ]);
     assert.equal(await ctx.count('job', 'lease_token IS NOT NULL'), 0);
     const got = (await claim(0, { names: ['gamma'] })).map((l) => l.runId);
     assert.deepEqual(got, ['ghost'], 'a job without a run row is claimable for any list of names');
@@ -576,7 +755,10 @@ function suite(ctx) {
     assert.equal(rest.length, 1);
     assert.ok([a1, a2].includes(rest[0]));
     assert.deepEqual(await claim(0, { names: ['alpha'] }), []);
-    assert.deepEqual((await claim(0, { names: ['alpha', 'beta'] })).map((l) => l.runId), [b1]);
+    assert.deepEqual(
+      (await claim(0, { names: ['alpha', 'beta'] })).map((l) => l.runId),
+      [b1],
+    );
     assert.equal(await ctx.count('job', 'lease_token IS NOT NULL'), 4);
   });
 
@@ -588,48 +770,64 @@ function suite(ctx) {
     assert.equal((await claim(0)).length, 2);
   });
 
-  test('§4 depth(now, names): counts only those flows (and run-less jobs); [] ⇒ zeros without a query', TO, async () => {
-    const a1 = await h.start({ name: 'alpha' });
-    const a2 = await h.start({ name: 'alpha' });
-    const b1 = await h.start({ name: 'beta' });
-    await ctx.queue.enqueue(a1, { runAt: at(-100) });
-    await ctx.queue.enqueue(a2, { runAt: at(500) });
-    await ctx.queue.enqueue(b1, { runAt: at(-50) });
-    await ctx.queue.enqueue('ghost', { runAt: at(-10) });
-    await claim(0, { names: ['beta'], limit: 10 }); // leases b1 and ghost? ghost has no run row: yes
-    assert.deepEqual(await ctx.queue.depth(at(0)), { claimable: 1, leased: 2, oldestClaimableAgeMs: 100 });
-    assert.deepEqual(await ctx.queue.depth(at(0), ['alpha']), { claimable: 1, leased: 1, oldestClaimableAgeMs: 100 });
-    assert.deepEqual(await ctx.queue.depth(at(0), ['beta']), { claimable: 0, leased: 2, oldestClaimableAgeMs: null });
-    assert.deepEqual(await ctx.queue.depth(at(600), ['alpha']), { claimable: 2, leased: 1, oldestClaimableAgeMs: 700 });
-    assert.deepEqual(await ctx.queue.depth(at(0), ['gamma']), { claimable: 0, leased: 1, oldestClaimableAgeMs: null });
-    const zero = { claimable: 0, leased: 0, oldestClaimableAgeMs: null };
-    assert.deepEqual(await h.sendsNothing((b) => b.queue.depth(at(0), [])), [zero, zero]);
-  });
+  test(
+    '§4 depth(now, names): counts only those flows (and run-less jobs); [] ⇒ zeros without a query',
+    TO,
+    async () => {
+      const a1 = await h.start({ name: 'alpha' });
+      const a2 = await h.start({ name: 'alpha' });
+      const b1 = await h.start({ name: 'beta' });
+      await ctx.queue.enqueue(a1, { runAt: at(-100) });
+      await ctx.queue.enqueue(a2, { runAt: at(500) });
+      await ctx.queue.enqueue(b1, { runAt: at(-50) });
+      await ctx.queue.enqueue('ghost', { runAt: at(-10) });
+      await claim(0, { names: ['beta'], limit: 10 }); // leases b1 and ghost? ghost has no run row: yes
+      assert.deepEqual(await ctx.queue.depth(at(0)), { claimable: 1, leased: 2, oldestClaimableAgeMs: 100 });
+      assert.deepEqual(await ctx.queue.depth(at(0), ['alpha']), { claimable: 1, leased: 1, oldestClaimableAgeMs: 100 });
+      assert.deepEqual(await ctx.queue.depth(at(0), ['beta']), { claimable: 0, leased: 2, oldestClaimableAgeMs: null });
+      assert.deepEqual(await ctx.queue.depth(at(600), ['alpha']), {
+        claimable: 2,
+        leased: 1,
+        oldestClaimableAgeMs: 700,
+      });
+      assert.deepEqual(await ctx.queue.depth(at(0), ['gamma']), {
+        claimable: 0,
+        leased: 1,
+        oldestClaimableAgeMs: null,
+      });
+      const zero = { claimable: 0, leased: 0, oldestClaimableAgeMs: null };
+      assert.deepEqual(await h.sendsNothing((b) => b.queue.depth(at(0), [])), [zero, zero]);
+    },
+  );
 
   // -------------------------------------------------------------------------------------------
   // §5 timer.dueCount, timer.nextDueAt
   // -------------------------------------------------------------------------------------------
 
-  test('§5 dueCount(now, names?): inclusive; names restrict to those flows (run-less timers count); [] ⇒ 0', TO, async () => {
-    const a1 = await h.start({ name: 'alpha' });
-    const a2 = await h.start({ name: 'alpha' });
-    const b1 = await h.start({ name: 'beta' });
-    await ctx.timer.schedule(a1, at(0));
-    await ctx.timer.schedule(a2, at(50));
-    await ctx.timer.schedule(b1, at(10));
-    await ctx.timer.schedule('ghost', at(-5));
-    assert.equal(await ctx.timer.dueCount(at(-6)), 0);
-    assert.equal(await ctx.timer.dueCount(at(0)), 2);
-    assert.equal(await ctx.timer.dueCount(at(10)), 3);
-    assert.equal(await ctx.timer.dueCount(at(10), undefined), 3);
-    assert.equal(await ctx.timer.dueCount(at(10), ['alpha']), 2);
-    assert.equal(await ctx.timer.dueCount(at(10), ['beta']), 2);
-    assert.equal(await ctx.timer.dueCount(at(50), ['alpha', 'beta']), 4);
-    assert.equal(await ctx.timer.dueCount(at(50), ['gamma']), 1);
-    assert.deepEqual(await h.sendsNothing((b) => b.timer.dueCount(at(50), [])), [0, 0]);
-    // counting takes nothing away
-    assert.equal(await ctx.count('timer'), 4);
-  });
+  test(
+    '§5 dueCount(now, names?): inclusive; names restrict to those flows (run-less timers count); [] ⇒ 0',
+    TO,
+    async () => {
+      const a1 = await h.start({ name: 'alpha' });
+      const a2 = await h.start({ name: 'alpha' });
+      const b1 = await h.start({ name: 'beta' });
+      await ctx.timer.schedule(a1, at(0));
+      await ctx.timer.schedule(a2, at(50));
+      await ctx.timer.schedule(b1, at(10));
+      await ctx.timer.schedule('ghost', at(-5));
+      assert.equal(await ctx.timer.dueCount(at(-6)), 0);
+      assert.equal(await ctx.timer.dueCount(at(0)), 2);
+      assert.equal(await ctx.timer.dueCount(at(10)), 3);
+      assert.equal(await ctx.timer.dueCount(at(10), undefined), 3);
+      assert.equal(await ctx.timer.dueCount(at(10), ['alpha']), 2);
+      assert.equal(await ctx.timer.dueCount(at(10), ['beta']), 2);
+      assert.equal(await ctx.timer.dueCount(at(50), ['alpha', 'beta']), 4);
+      assert.equal(await ctx.timer.dueCount(at(50), ['gamma']), 1);
+      assert.deepEqual(await h.sendsNothing((b) => b.timer.dueCount(at(50), [])), [0, 0]);
+      // counting takes nothing away
+      assert.equal(await ctx.count('timer'), 4);
+    },
+  );
 
   test('§5 nextDueAt(now): the earliest fire_at strictly after now, as a Date, or null', TO, async () => {
     assert.equal(await ctx.timer.nextDueAt(at(0)), null);
@@ -651,23 +849,50 @@ function suite(ctx) {
 
   test('§3 checkpointStep takes and answers `call` (stored in step.shape); loadRun answers it too', TO, async () => {
     const id = await h.start();
-    const memo = await ctx.store.checkpointStep({ runId: id, cursorKey: 's0', status: 'ok', result: { v: 1 }, attempts: 2, call: 'step:fetch' });
+    const memo = await ctx.store.checkpointStep({
+      runId: id,
+      cursorKey: 's0',
+      status: 'ok',
+      result: { v: 1 },
+      attempts: 2,
+      call: 'step:fetch',
+    });
     assert.deepEqual(sortedKeys(memo), [...STEP_V3_KEYS].sort());
     assert.deepEqual(memo, { status: 'ok', result: { v: 1 }, error: undefined, attempts: 2, call: 'step:fetch' });
     assert.equal((await ctx.rows(`SELECT shape FROM ${ctx.t.step} WHERE run_id = ?`, [id]))[0].shape, 'step:fetch');
     // a replay with another call answers the first writer's
-    const replay = await ctx.store.checkpointStep({ runId: id, cursorKey: 's0', status: 'ok', result: 2, attempts: 3, call: 'step:other' });
+    const replay = await ctx.store.checkpointStep({
+      runId: id,
+      cursorKey: 's0',
+      status: 'ok',
+      result: 2,
+      attempts: 3,
+      call: 'step:other',
+    });
     assert.deepEqual(replay, memo);
     // with an outbox (another code path)
-    const withFx = await ctx.store.checkpointStep({ runId: id, cursorKey: 's1', status: 'ok', result: null, attempts: 1, call: 'sleep' }, { timers: [{ runId: id, fireAt: at(5) }] });
+    const withFx = await ctx.store.checkpointStep(
+      { runId: id, cursorKey: 's1', status: 'ok', result: null, attempts: 1, call: 'sleep' },
+      { timers: [{ runId: id, fireAt: at(5) }] },
+    );
     assert.equal(withFx.call, 'sleep');
     // no call ⇒ undefined / NULL
-    const none = await ctx.store.checkpointStep({ runId: id, cursorKey: 's2', status: 'ok', result: null, attempts: 1 });
+    const none = await ctx.store.checkpointStep({
+      runId: id,
+      cursorKey: 's2',
+      status: 'ok',
+      result: null,
+      attempts: 1,
+    });
     assert.equal(none.call, undefined);
     assert.equal('shape' in none, false);
     const snap = await ctx.store.loadRun(id);
     assert.deepEqual(sortedKeys(snap.steps.get('s0')), [...STEP_V3_KEYS].sort());
-    assert.deepEqual([...snap.steps].map(([k, s]) => [k, s.call]).sort(), [['s0', 'step:fetch'], ['s1', 'sleep'], ['s2', undefined]]);
+    assert.deepEqual([...snap.steps].map(([k, s]) => [k, s.call]).sort(), [
+      ['s0', 'step:fetch'],
+      ['s1', 'sleep'],
+      ['s2', undefined],
+    ]);
   });
 
   const fencedOutbox = (id, version) => ({
@@ -696,71 +921,101 @@ function suite(ctx) {
     assert.equal(Number((await h.signals(id))[0].consumed), 0);
   });
 
-  test('§3 requireVersion: another version ⇒ committed: false; the current version ⇒ written with its outbox', TO, async () => {
-    const id = await h.start();
-    await ctx.queue.enqueue(id);
-    await ctx.queue.enqueue(id); // version 2
-    const cp = { runId: id, cursorKey: 's0', status: 'ok', result: 'r', attempts: 1, call: 'step:a' };
-    assert.deepEqual(await ctx.store.checkpointStep(cp, fencedOutbox(id, 1)), { status: 'ok', attempts: 1, committed: false });
-    assert.equal(await ctx.count('step'), 0);
-    assert.deepEqual(await h.idsIn('job'), [id]);
-    assert.equal(Number((await h.job(id)).version), 2);
-    assert.equal(await ctx.count('timer'), 0);
-    const won = await ctx.store.checkpointStep(cp, fencedOutbox(id, 2));
-    assert.notEqual(won.committed, false);
-    assert.equal(won.result, 'r');
-    assert.equal(won.call, 'step:a');
-    assert.equal(await ctx.count('step'), 1);
-    assert.equal((await h.run('kid')).status, 'pending');
-    assert.deepEqual(await h.idsIn('job'), [id, 'kid', 'other'].sort());
-    assert.equal(Number((await h.job(id)).version), 2, "the run's own job is not bumped by its checkpoint");
-    assert.equal(Number((await h.timer(id)).fire_at), T + 100);
-    assert.equal(Number((await h.run(id)).join_remaining), 3);
-  });
+  test(
+    '§3 requireVersion: another version ⇒ committed: false; the current version ⇒ written with its outbox',
+    TO,
+    async () => {
+      const id = await h.start();
+      await ctx.queue.enqueue(id);
+      await ctx.queue.enqueue(id); // version 2
+      const cp = { runId: id, cursorKey: 's0', status: 'ok', result: 'r', attempts: 1, call: 'step:a' };
+      assert.deepEqual(await ctx.store.checkpointStep(cp, fencedOutbox(id, 1)), {
+        status: 'ok',
+        attempts: 1,
+        committed: false,
+      });
+      assert.equal(await ctx.count('step'), 0);
+      assert.deepEqual(await h.idsIn('job'), [id]);
+      assert.equal(Number((await h.job(id)).version), 2);
+      assert.equal(await ctx.count('timer'), 0);
+      const won = await ctx.store.checkpointStep(cp, fencedOutbox(id, 2));
+      assert.notEqual(won.committed, false);
+      assert.equal(won.result, 'r');
+      assert.equal(won.call, 'step:a');
+      assert.equal(await ctx.count('step'), 1);
+      assert.equal((await h.run('kid')).status, 'pending');
+      assert.deepEqual(await h.idsIn('job'), [id, 'kid', 'other'].sort());
+      assert.equal(Number((await h.job(id)).version), 2, "the run's own job is not bumped by its checkpoint");
+      assert.equal(Number((await h.timer(id)).fire_at), T + 100);
+      assert.equal(Number((await h.run(id)).join_remaining), 3);
+    },
+  );
 
-  test('§3 requireVersion: an already stored step answers its memo whatever the version, outbox not re-applied', TO, async () => {
-    const id = await h.start();
-    await ctx.queue.enqueue(id);
-    const first = await ctx.store.checkpointStep({ runId: id, cursorKey: 's0', status: 'ok', result: 'first', attempts: 1, call: 'step:a' }, { requireVersion: 1 });
-    assert.equal(first.result, 'first');
-    await ctx.queue.enqueue(id); // version 2
-    const again = await ctx.store.checkpointStep(
-      { runId: id, cursorKey: 's0', status: 'ok', result: 'second', attempts: 9, call: 'step:b' },
-      fencedOutbox(id, 1),
-    );
-    assert.deepEqual(again, { status: 'ok', result: 'first', error: undefined, attempts: 1, call: 'step:a' });
-    assert.equal(await h.run('kid'), undefined);
-    assert.equal(await h.job('other'), undefined);
-    assert.equal(await ctx.count('timer'), 0);
-    // an unknown run still rejects
-    await assert.rejects(ctx.store.checkpointStep({ runId: 'nope', cursorKey: 's0', status: 'ok', result: 1, attempts: 1 }, { requireVersion: 1 }));
-    assert.equal(await ctx.count('step', 'run_id = ?', ['nope']), 0);
-  });
+  test(
+    '§3 requireVersion: an already stored step answers its memo whatever the version, outbox not re-applied',
+    TO,
+    async () => {
+      const id = await h.start();
+      await ctx.queue.enqueue(id);
+      const first = await ctx.store.checkpointStep(
+        { runId: id, cursorKey: 's0', status: 'ok', result: 'first', attempts: 1, call: 'step:a' },
+        { requireVersion: 1 },
+      );
+      assert.equal(first.result, 'first');
+      await ctx.queue.enqueue(id); // version 2
+      const again = await ctx.store.checkpointStep(
+        { runId: id, cursorKey: 's0', status: 'ok', result: 'second', attempts: 9, call: 'step:b' },
+        fencedOutbox(id, 1),
+      );
+      assert.deepEqual(again, { status: 'ok', result: 'first', error: undefined, attempts: 1, call: 'step:a' });
+      assert.equal(await h.run('kid'), undefined);
+      assert.equal(await h.job('other'), undefined);
+      assert.equal(await ctx.count('timer'), 0);
+      // an unknown run still rejects
+      await assert.rejects(
+        ctx.store.checkpointStep(
+          { runId: 'nope', cursorKey: 's0', status: 'ok', result: 1, attempts: 1 },
+          { requireVersion: 1 },
+        ),
+      );
+      assert.equal(await ctx.count('step', 'run_id = ?', ['nope']), 0);
+    },
+  );
 
-  test('§3 requireVersion locks the job row: a checkpoint waits for a concurrent re-enqueue and then sees its version', TO, async () => {
-    const id = await h.start();
-    await ctx.queue.enqueue(id); // version 1
-    let locked;
-    let release;
-    const isLocked = new Promise((r) => (locked = r));
-    const held = new Promise((r) => (release = r));
-    const holder = ctx.sql.tx(async (t) => {
-      await t.exec(`UPDATE ${ctx.t.job} SET version = version + 1 WHERE run_id = ?`, [id]);
-      locked();
-      await held;
-    });
-    await isLocked;
-    let settled = false;
-    const cp = ctx.store.checkpointStep({ runId: id, cursorKey: 's0', status: 'ok', result: 1, attempts: 1, call: 'c' }, { requireVersion: 1, enqueue: [{ runId: 'other' }] });
-    cp.then(() => (settled = true), () => (settled = true));
-    await sleep(400);
-    assert.equal(settled, false, 'the fenced checkpoint waits for the job row');
-    release();
-    await holder;
-    assert.deepEqual(await cp, { status: 'ok', attempts: 1, committed: false });
-    assert.equal(await ctx.count('step'), 0);
-    assert.equal(await h.job('other'), undefined);
-  });
+  test(
+    '§3 requireVersion locks the job row: a checkpoint waits for a concurrent re-enqueue and then sees its version',
+    TO,
+    async () => {
+      const id = await h.start();
+      await ctx.queue.enqueue(id); // version 1
+      let locked;
+      let release;
+      const isLocked = new Promise((r) => (locked = r));
+      const held = new Promise((r) => (release = r));
+      const holder = ctx.sql.tx(async (t) => {
+        await t.exec(`UPDATE ${ctx.t.job} SET version = version + 1 WHERE run_id = ?`, [id]);
+        locked();
+        await held;
+      });
+      await isLocked;
+      let settled = false;
+      const cp = ctx.store.checkpointStep(
+        { runId: id, cursorKey: 's0', status: 'ok', result: 1, attempts: 1, call: 'c' },
+        { requireVersion: 1, enqueue: [{ runId: 'other' }] },
+      );
+      cp.then(
+        () => (settled = true),
+        () => (settled = true),
+      );
+      await sleep(400);
+      assert.equal(settled, false, 'the fenced checkpoint waits for the job row');
+      release();
+      await holder;
+      assert.deepEqual(await cp, { status: 'ok', attempts: 1, committed: false });
+      assert.equal(await ctx.count('step'), 0);
+      assert.equal(await h.job('other'), undefined);
+    },
+  );
 
   // -------------------------------------------------------------------------------------------
   // §3 markTerminal: every terminal state sticky
@@ -776,7 +1031,8 @@ function suite(ctx) {
       ['canceled', 'done'],
       ['canceled', 'failed'],
     ];
-    const outcome = (s) => (s === 'done' ? { status: 'done', output: 'out' } : { status: s, error: { code: 'E2', message: s } });
+    const outcome = (s) =>
+      s === 'done' ? { status: 'done', output: 'out' } : { status: s, error: { code: 'E2', message: s } };
     for (const [first, second] of cases) {
       const id = await h.start();
       await ctx.timer.schedule(id, at(100));
@@ -784,10 +1040,19 @@ function suite(ctx) {
       const before = await h.run(id);
       assert.equal(before.status, first);
       assert.ok(await h.job(`${id}-w1`), `${first}: its outbox applied`);
-      await ctx.store.markTerminal(id, second === 'done' ? { status: 'done', output: 'later' } : { status: second, error: { code: 'E3', message: 'later' } },
-        { cancelTimers: [id], enqueue: [{ runId: `${id}-w2` }] });
+      await ctx.store.markTerminal(
+        id,
+        second === 'done'
+          ? { status: 'done', output: 'later' }
+          : { status: second, error: { code: 'E3', message: 'later' } },
+        { cancelTimers: [id], enqueue: [{ runId: `${id}-w2` }] },
+      );
       const after = await h.run(id);
-      assert.deepEqual([after.status, after.output, after.error], [before.status, before.output, before.error], `${first} then ${second}`);
+      assert.deepEqual(
+        [after.status, after.output, after.error],
+        [before.status, before.output, before.error],
+        `${first} then ${second}`,
+      );
       assert.ok(await h.timer(id), `${first} then ${second}: the timer survives (outbox skipped)`);
       assert.equal(await h.job(`${id}-w2`), undefined, `${first} then ${second}: no enqueue`);
     }
@@ -810,39 +1075,69 @@ function suite(ctx) {
   // §3 soft-consumed signals
   // -------------------------------------------------------------------------------------------
 
-  test('§3 consumeSignals sets consumed = 1; loadRun lists the unconsumed ones; the key stays deduplicated', TO, async () => {
-    const id = await h.start();
-    assert.deepEqual(await ctx.store.postSignal(id, 'a', 1, { idempotencyKey: 'k' }), { delivered: true });
-    await ctx.store.postSignal(id, 'b', 2);
-    await ctx.store.postSignal(id, 'c', 3);
-    const sigs = (await ctx.store.loadRun(id)).signals;
-    assert.deepEqual(sigs.map((s) => s.name), ['a', 'b', 'c']);
-    await ctx.store.checkpointStep({ runId: id, cursorKey: 's0', status: 'ok', result: 1, attempts: 1, call: 'signal' }, { consumeSignals: [sigs[0].id] });
-    let rows = await h.signals(id);
-    assert.deepEqual(rows.map((r) => [r.name, Number(r.consumed)]), [['a', 1], ['b', 0], ['c', 0]], 'the row stays, flagged');
-    assert.deepEqual((await ctx.store.loadRun(id)).signals.map((s) => s.name), ['b', 'c']);
-    // the consumed signal's key still dedups, and a duplicate enqueues nothing
-    const version = Number((await h.job(id)).version);
-    assert.deepEqual(await ctx.store.postSignal(id, 'a', 'again', { idempotencyKey: 'k' }), { delivered: false });
-    assert.equal((await h.signals(id)).length, 3);
-    assert.equal(Number((await h.job(id)).version), version);
-    // suspendRun's outbox consumes the same way
-    await ctx.store.suspendRun(id, 'awaiting_signal', { consumeSignals: [sigs[2].id] });
-    rows = await h.signals(id);
-    assert.deepEqual(rows.map((r) => Number(r.consumed)), [1, 0, 1]);
-    assert.deepEqual((await ctx.store.loadRun(id)).signals.map((s) => [s.name, s.payload]), [['b', 2]]);
-    // retention still deletes the rows, consumed or not
-    await h.done(id);
-    assert.equal(await ctx.store.deleteRuns({ status: 'done' }, 10), 1);
-    assert.equal(await ctx.count('signal'), 0);
-  });
+  test(
+    '§3 consumeSignals sets consumed = 1; loadRun lists the unconsumed ones; the key stays deduplicated',
+    TO,
+    async () => {
+      const id = await h.start();
+      assert.deepEqual(await ctx.store.postSignal(id, 'a', 1, { idempotencyKey: 'k' }), { delivered: true });
+      await ctx.store.postSignal(id, 'b', 2);
+      await ctx.store.postSignal(id, 'c', 3);
+      const sigs = (await ctx.store.loadRun(id)).signals;
+      assert.deepEqual(
+        sigs.map((s) => s.name),
+        ['a', 'b', 'c'],
+      );
+      await ctx.store.checkpointStep(
+        { runId: id, cursorKey: 's0', status: 'ok', result: 1, attempts: 1, call: 'signal' },
+        { consumeSignals: [sigs[0].id] },
+      );
+      let rows = await h.signals(id);
+      assert.deepEqual(
+        rows.map((r) => [r.name, Number(r.consumed)]),
+        [
+          ['a', 1],
+          ['b', 0],
+          ['c', 0],
+        ],
+        'the row stays, flagged',
+      );
+      assert.deepEqual(
+        (await ctx.store.loadRun(id)).signals.map((s) => s.name),
+        ['b', 'c'],
+      );
+      // the consumed signal's key still dedups, and a duplicate enqueues nothing
+      const version = Number((await h.job(id)).version);
+      assert.deepEqual(await ctx.store.postSignal(id, 'a', 'again', { idempotencyKey: 'k' }), { delivered: false });
+      assert.equal((await h.signals(id)).length, 3);
+      assert.equal(Number((await h.job(id)).version), version);
+      // suspendRun's outbox consumes the same way
+      await ctx.store.suspendRun(id, 'awaiting_signal', { consumeSignals: [sigs[2].id] });
+      rows = await h.signals(id);
+      assert.deepEqual(
+        rows.map((r) => Number(r.consumed)),
+        [1, 0, 1],
+      );
+      assert.deepEqual(
+        (await ctx.store.loadRun(id)).signals.map((s) => [s.name, s.payload]),
+        [['b', 2]],
+      );
+      // retention still deletes the rows, consumed or not
+      await h.done(id);
+      assert.equal(await ctx.store.deleteRuns({ status: 'done' }, 10), 1);
+      assert.equal(await ctx.count('signal'), 0);
+    },
+  );
 
   test('§3 the alpha.2 default over the 3.0 layout still deletes consumed signals', TO, async () => {
     const alpha2 = ctx.makeBackend({});
     const id = await h.start();
     await alpha2.store.postSignal(id, 'a', 1, { idempotencyKey: 'k' });
     const [sig] = (await alpha2.store.loadRun(id)).signals;
-    await alpha2.store.checkpointStep({ runId: id, cursorKey: 's0', status: 'ok', result: 1, attempts: 1 }, { consumeSignals: [sig.id] });
+    await alpha2.store.checkpointStep(
+      { runId: id, cursorKey: 's0', status: 'ok', result: 1, attempts: 1 },
+      { consumeSignals: [sig.id] },
+    );
     assert.equal(await ctx.count('signal'), 0);
     assert.deepEqual(await alpha2.store.postSignal(id, 'a', 2, { idempotencyKey: 'k' }), { delivered: true });
   });
@@ -864,7 +1159,10 @@ function suite(ctx) {
     assert.deepEqual(await ids({ version: 2, status: 'pending' }), [g2, f2]);
     assert.deepEqual(await ids({ version: undefined }), [g2, f2, f1]);
     const page = await ctx.store.listRuns({ version: 2 }, { limit: 1 });
-    assert.deepEqual(page.runs.map((r) => r.id), [g2]);
+    assert.deepEqual(
+      page.runs.map((r) => r.id),
+      [g2],
+    );
     assert.equal(typeof page.cursor, 'string');
     assert.deepEqual(await ids({ version: 2 }, { limit: 10, cursor: page.cursor }), [f2]);
   });
@@ -892,19 +1190,33 @@ function suite(ctx) {
     await ctx.store.checkpointStep({ runId: ok, cursorKey: 's0', status: 'ok', result: 1, attempts: 1 });
     await ctx.rows(`UPDATE ${ctx.t.step} SET status = 'maybe' WHERE run_id = ?`, [ok]);
     await assert.rejects(ctx.store.loadRun(ok), contractError);
-    await assert.rejects(ctx.store.checkpointStep({ runId: ok, cursorKey: 's0', status: 'ok', result: 2, attempts: 1 }), contractError, 'a replay reads the stored memo');
+    await assert.rejects(
+      ctx.store.checkpointStep({ runId: ok, cursorKey: 's0', status: 'ok', result: 2, attempts: 1 }),
+      contractError,
+      'a replay reads the stored memo',
+    );
     await cron('c', 'f', at(0));
     await ctx.rows(`UPDATE ${ctx.t.cron} SET overlap = 'sometimes'`);
     await assert.rejects(ctx.store.listCrons(), contractError);
     await assert.rejects(ctx.store.dueCrons(at(0), 10), contractError);
   });
 
-  test('§3 strict decoding: an idempotency hit reads the stored status strictly (startRun, startManyRuns)', TO, async () => {
-    const id = await h.start({ idempotencyKey: 'k' });
-    await ctx.rows(`UPDATE ${ctx.t.run} SET status = 'zombie' WHERE id = ?`, [id]);
-    await assert.rejects(ctx.store.startRun({ name: 'flow', version: 1, input: null, idempotencyKey: 'k' }), contractError);
-    await assert.rejects(ctx.store.startManyRuns([{ name: 'flow', version: 1, input: null, idempotencyKey: 'k' }]), contractError);
-  });
+  test(
+    '§3 strict decoding: an idempotency hit reads the stored status strictly (startRun, startManyRuns)',
+    TO,
+    async () => {
+      const id = await h.start({ idempotencyKey: 'k' });
+      await ctx.rows(`UPDATE ${ctx.t.run} SET status = 'zombie' WHERE id = ?`, [id]);
+      await assert.rejects(
+        ctx.store.startRun({ name: 'flow', version: 1, input: null, idempotencyKey: 'k' }),
+        contractError,
+      );
+      await assert.rejects(
+        ctx.store.startManyRuns([{ name: 'flow', version: 1, input: null, idempotencyKey: 'k' }]),
+        contractError,
+      );
+    },
+  );
 
   test('§3 strict decoding: runStats refuses an unknown status (no extra key)', TO, async () => {
     await h.start();
@@ -924,7 +1236,15 @@ function suite(ctx) {
   test('§3 strict decoding: error must be { code, message } strings, tags an array of strings', TO, async () => {
     const id = await h.start();
     const setRun = (col, v) => ctx.rows(`UPDATE ${ctx.t.run} SET ${col} = ? WHERE id = ?`, [v, id]);
-    for (const bad of ['"boom"', '{"code":"E"}', '{"message":"m"}', '{"code":1,"message":"m"}', '{"code":"E","message":null}', '[]', 'not json']) {
+    for (const bad of [
+      '"boom"',
+      '{"code":"E"}',
+      '{"message":"m"}',
+      '{"code":1,"message":"m"}',
+      '{"code":"E","message":null}',
+      '[]',
+      'not json',
+    ]) {
       await setRun('error', bad);
       await assert.rejects(ctx.store.loadRunRow(id), contractError, `error ${bad}`);
     }
@@ -949,35 +1269,44 @@ function suite(ctx) {
     await assert.rejects(ctx.store.loadRun(id), contractError);
   });
 
-  test('§3 strict decoding: a NULL in a required column ⇒ Error kind "contract" (tables loosened by hand)', TO, async () => {
-    const p = 'lax_';
-    await applySchema(ctx.sql, p, V3);
-    await ctx.sql.query(`ALTER TABLE \`${p}run\` MODIFY created_at BIGINT NULL, MODIFY name VARCHAR(191) NULL, MODIFY attempts INT NULL`);
-    await ctx.sql.query(`ALTER TABLE \`${p}step\` MODIFY attempts INT NULL`);
-    await ctx.sql.query(`ALTER TABLE \`${p}signal\` MODIFY name VARCHAR(191) NULL`);
-    await ctx.sql.query(`ALTER TABLE \`${p}cron\` MODIFY schedule VARCHAR(255) NULL, MODIFY next_run_at BIGINT NULL`);
-    for (const b of ['run', 'step', 'job', 'timer', 'signal', 'cron']) await ctx.sql.query(`DELETE FROM \`${p}${b}\``);
-    const lax = ctx.makeBackend({ ...V3, prefix: p });
-    const put = (sqlText, params) => ctx.sql.query(sqlText, params);
-    const base = `INSERT INTO \`${p}run\` (id, name, version, status, attempts, created_at) VALUES (?, ?, 1, 'pending', ?, ?)`;
-    await put(base, ['no-created', 'f', 0, null]);
-    await put(base, ['no-name', null, 0, 1]);
-    await put(base, ['no-attempts', 'f', null, 1]);
-    for (const id of ['no-created', 'no-name', 'no-attempts']) {
-      await assert.rejects(lax.store.loadRunRow(id), contractError, id);
-    }
-    await put(base, ['good', 'f', 0, 1]);
-    assert.equal((await lax.store.loadRunRow('good')).id, 'good');
-    await put(`INSERT INTO \`${p}step\` (run_id, cursor_key, status, attempts) VALUES ('good', 's0', 'ok', NULL)`);
-    await assert.rejects(lax.store.loadRun('good'), contractError, 'step.attempts NULL');
-    await put(`DELETE FROM \`${p}step\``);
-    await put(`INSERT INTO \`${p}signal\` (id, run_id, name) VALUES ('sg', 'good', NULL)`);
-    await assert.rejects(lax.store.loadRun('good'), contractError, 'signal.name NULL');
-    await put(`INSERT INTO \`${p}cron\` (name, schedule, flow_name, flow_version, next_run_at) VALUES ('c', NULL, 'f', 1, 0)`);
-    await assert.rejects(lax.store.listCrons(), contractError, 'cron.schedule NULL');
-    await put(`UPDATE \`${p}cron\` SET schedule = '* * * * *', next_run_at = NULL`);
-    await assert.rejects(lax.store.listCrons(), contractError, 'cron.next_run_at NULL');
-  });
+  test(
+    '§3 strict decoding: a NULL in a required column ⇒ Error kind "contract" (tables loosened by hand)',
+    TO,
+    async () => {
+      const p = 'lax_';
+      await applySchema(ctx.sql, p, V3);
+      await ctx.sql.query(
+        `ALTER TABLE \`${p}run\` MODIFY created_at BIGINT NULL, MODIFY name VARCHAR(191) NULL, MODIFY attempts INT NULL`,
+      );
+      await ctx.sql.query(`ALTER TABLE \`${p}step\` MODIFY attempts INT NULL`);
+      await ctx.sql.query(`ALTER TABLE \`${p}signal\` MODIFY name VARCHAR(191) NULL`);
+      await ctx.sql.query(`ALTER TABLE \`${p}cron\` MODIFY schedule VARCHAR(255) NULL, MODIFY next_run_at BIGINT NULL`);
+      for (const b of ['run', 'step', 'job', 'timer', 'signal', 'cron'])
+        await ctx.sql.query(`DELETE FROM \`${p}${b}\``);
+      const lax = ctx.makeBackend({ ...V3, prefix: p });
+      const put = (sqlText, params) => ctx.sql.query(sqlText, params);
+      const base = `INSERT INTO \`${p}run\` (id, name, version, status, attempts, created_at) VALUES (?, ?, 1, 'pending', ?, ?)`;
+      await put(base, ['no-created', 'f', 0, null]);
+      await put(base, ['no-name', null, 0, 1]);
+      await put(base, ['no-attempts', 'f', null, 1]);
+      for (const id of ['no-created', 'no-name', 'no-attempts']) {
+        await assert.rejects(lax.store.loadRunRow(id), contractError, id);
+      }
+      await put(base, ['good', 'f', 0, 1]);
+      assert.equal((await lax.store.loadRunRow('good')).id, 'good');
+      await put(`INSERT INTO \`${p}step\` (run_id, cursor_key, status, attempts) VALUES ('good', 's0', 'ok', NULL)`);
+      await assert.rejects(lax.store.loadRun('good'), contractError, 'step.attempts NULL');
+      await put(`DELETE FROM \`${p}step\``);
+      await put(`INSERT INTO \`${p}signal\` (id, run_id, name) VALUES ('sg', 'good', NULL)`);
+      await assert.rejects(lax.store.loadRun('good'), contractError, 'signal.name NULL');
+      await put(
+        `INSERT INTO \`${p}cron\` (name, schedule, flow_name, flow_version, next_run_at) VALUES ('c', NULL, 'f', 1, 0)`,
+      );
+      await assert.rejects(lax.store.listCrons(), contractError, 'cron.schedule NULL');
+      await put(`UPDATE \`${p}cron\` SET schedule = '* * * * *', next_run_at = NULL`);
+      await assert.rejects(lax.store.listCrons(), contractError, 'cron.next_run_at NULL');
+    },
+  );
 
   test('§3 the alpha.2 default still reads what 3.0 refuses (lenient decoding unchanged)', TO, async () => {
     const alpha2 = ctx.makeBackend({});
@@ -995,7 +1324,8 @@ function alpha2Suite(ctx) {
   const h = helpers(ctx);
 
   test('alpha.2: the default backend has none of the 3.0 methods', TO, () => {
-    for (const m of ['deleteRuns', 'cancelRuns', 'retryRuns', 'listCrons', 'removeCron', 'dueCronCount']) assert.equal(ctx.store[m], undefined, m);
+    for (const m of ['deleteRuns', 'cancelRuns', 'retryRuns', 'listCrons', 'removeCron', 'dueCronCount'])
+      assert.equal(ctx.store[m], undefined, m);
     assert.equal(ctx.queue.enqueueMany, undefined);
     assert.equal(ctx.timer.dueCount, undefined);
     assert.equal(ctx.timer.nextDueAt, undefined);
@@ -1005,7 +1335,10 @@ function alpha2Suite(ctx) {
     const cols = await ctx.rows(
       `SELECT TABLE_NAME AS t, COLUMN_NAME AS c FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND COLUMN_NAME IN ('priority', 'consumed') ORDER BY TABLE_NAME`,
     );
-    assert.deepEqual(cols.map((r) => `${r.t}.${r.c}`), ['job.priority']);
+    assert.deepEqual(
+      cols.map((r) => `${r.t}.${r.c}`),
+      ['job.priority'],
+    );
   });
 
   test('alpha.2 §3.11: failed (and canceled) still overwrite done; canceled stays sticky', TO, async () => {
@@ -1028,7 +1361,10 @@ function alpha2Suite(ctx) {
     const id = await h.start();
     await ctx.store.postSignal(id, 'a', 1, { idempotencyKey: 'k' });
     const [sig] = (await ctx.store.loadRun(id)).signals;
-    await ctx.store.checkpointStep({ runId: id, cursorKey: 's0', status: 'ok', result: 1, attempts: 1 }, { consumeSignals: [sig.id] });
+    await ctx.store.checkpointStep(
+      { runId: id, cursorKey: 's0', status: 'ok', result: 1, attempts: 1 },
+      { consumeSignals: [sig.id] },
+    );
     assert.equal(await ctx.count('signal'), 0);
     assert.deepEqual(await ctx.store.postSignal(id, 'a', 2, { idempotencyKey: 'k' }), { delivered: true });
   });
@@ -1042,32 +1378,53 @@ function alpha2Suite(ctx) {
   });
 
   test('alpha.2 §3.18: upsertCron keeps next_run_at even when the schedule changes', TO, async () => {
-    await ctx.store.upsertCron({ name: 'c', schedule: '* * * * *', flowName: 'f', flowVersion: 1, input: null, nextRunAt: at(1000) });
-    await ctx.store.upsertCron({ name: 'c', schedule: '*/5 * * * *', flowName: 'f', flowVersion: 1, input: null, nextRunAt: at(5000) });
+    await ctx.store.upsertCron({
+      name: 'c',
+      schedule: '* * * * *',
+      flowName: 'f',
+      flowVersion: 1,
+      input: null,
+      nextRunAt: at(1000),
+    });
+    await ctx.store.upsertCron({
+      name: 'c',
+      schedule: '*/5 * * * *',
+      flowName: 'f',
+      flowVersion: 1,
+      input: null,
+      nextRunAt: at(5000),
+    });
     const [row] = await ctx.store.dueCrons(at(10_000), 5);
     assert.equal(row.schedule, '*/5 * * * *');
     assert.equal(row.nextRunAt.getTime(), T + 1000);
   });
 
-  test('alpha.2: checkpoints answer `shape`, requireVersion is ignored, enqueue priority defaults to 0', TO, async () => {
-    const id = await h.start({ priority: 5 });
-    const memo = await ctx.store.checkpointStep(
-      { runId: id, cursorKey: 's0', status: 'ok', result: 1, attempts: 1, shape: 'step:a', call: 'ignored' },
-      { requireVersion: 7, enqueue: [{ runId: id }] },
-    );
-    assert.deepEqual(sortedKeys(memo), [...STEP_ALPHA2_KEYS].sort());
-    assert.equal(memo.shape, 'step:a');
-    assert.equal(memo.committed, undefined);
-    assert.equal(await ctx.count('step'), 1, 'written although no job has version 7');
-    assert.equal(Number((await h.job(id)).priority), 0);
-  });
+  test(
+    'alpha.2: checkpoints answer `shape`, requireVersion is ignored, enqueue priority defaults to 0',
+    TO,
+    async () => {
+      const id = await h.start({ priority: 5 });
+      const memo = await ctx.store.checkpointStep(
+        { runId: id, cursorKey: 's0', status: 'ok', result: 1, attempts: 1, shape: 'step:a', call: 'ignored' },
+        { requireVersion: 7, enqueue: [{ runId: id }] },
+      );
+      assert.deepEqual(sortedKeys(memo), [...STEP_ALPHA2_KEYS].sort());
+      assert.equal(memo.shape, 'step:a');
+      assert.equal(memo.committed, undefined);
+      assert.equal(await ctx.count('step'), 1, 'written although no job has version 7');
+      assert.equal(Number((await h.job(id)).priority), 0);
+    },
+  );
 
   test('alpha.2 §7: a spawn enqueue and an fx.enqueue of the same child are two upserts (version 2)', TO, async () => {
     const parent = await h.start();
-    await ctx.store.checkpointStep({ runId: parent, cursorKey: 's0', status: 'ok', result: null, attempts: 1 }, {
-      spawn: [{ runId: 'k1', spec: { name: 'child', version: 1, input: null }, enqueue: { priority: 1 } }],
-      enqueue: [{ runId: 'k1', opts: { priority: 9 } }],
-    });
+    await ctx.store.checkpointStep(
+      { runId: parent, cursorKey: 's0', status: 'ok', result: null, attempts: 1 },
+      {
+        spawn: [{ runId: 'k1', spec: { name: 'child', version: 1, input: null }, enqueue: { priority: 1 } }],
+        enqueue: [{ runId: 'k1', opts: { priority: 9 } }],
+      },
+    );
     const k1 = await h.job('k1');
     assert.deepEqual([Number(k1.priority), Number(k1.version)], [9, 2]);
   });

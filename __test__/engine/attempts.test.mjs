@@ -50,7 +50,11 @@ test('12.9.2 an always-throwing step ends failed under maxAttempts 2', async () 
   assert.equal(Number(row.attempts), 2);
   assert.deepEqual(JSON.parse(row.error), { code: 'ALWAYS', message: 'always' });
   assert.equal(tries, 2);
-  assert.deepEqual((await ctx.steps(runId)).map((s) => s.shape), ['step:fine'], 'failed steps are never checkpointed');
+  assert.deepEqual(
+    (await ctx.steps(runId)).map((s) => s.shape),
+    ['step:fine'],
+    'failed steps are never checkpointed',
+  );
   assert.equal(await ctx.count('timer'), 0);
   assert.equal(await ctx.count('job'), 0);
 });
@@ -153,8 +157,13 @@ test('replay drift: policy "park" parks retrying without touching the memo; poli
   ctx.clock.advance(5_000);
   await ctx.quiesce(e);
   assert.equal(await ctx.status(runId), 'retrying');
-  assert.ok(e.events.some((x) => x.type === 'drift' && x.key === 's0' && x.stored === 'step:a' && x.issued === 'step:renamed'));
-  assert.deepEqual((await ctx.steps(runId)).map((s) => s.shape), ['step:a', 'sleep']);
+  assert.ok(
+    e.events.some((x) => x.type === 'drift' && x.key === 's0' && x.stored === 'step:a' && x.issued === 'step:renamed'),
+  );
+  assert.deepEqual(
+    (await ctx.steps(runId)).map((s) => s.shape),
+    ['step:a', 'sleep'],
+  );
 
   const strict = ctx.engine({ drift: 'fail' });
   strict.register('evolving', 1, changed);

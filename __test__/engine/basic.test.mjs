@@ -33,7 +33,13 @@ test('multi-step run with a durable sleep: parks sleeping, wakes when the clock 
   assert.equal(await ctx.timerOf(runId), T + 30_000);
   assert.equal(await ctx.job(runId), undefined, 'ack deleted the job (no mid-lease enqueue)');
   let steps = await ctx.steps(runId);
-  assert.deepEqual(steps.map((s) => [s.cursor_key, s.shape]), [['s0', 'step:a'], ['s1', 'sleep']]);
+  assert.deepEqual(
+    steps.map((s) => [s.cursor_key, s.shape]),
+    [
+      ['s0', 'step:a'],
+      ['s1', 'sleep'],
+    ],
+  );
   assert.equal(steps[0].result, 5);
   assert.equal(steps[0].attempts, 1);
   assert.equal(steps[1].result, new Date(T + 30_000).toISOString());
@@ -55,7 +61,10 @@ test('multi-step run with a durable sleep: parks sleeping, wakes when the clock 
   assert.equal(await ctx.timerOf(runId), undefined);
   assert.equal(await ctx.job(runId), undefined);
   steps = await ctx.steps(runId);
-  assert.deepEqual(steps.map((s) => s.shape), ['step:a', 'sleep', 'step:b', 'sleep', 'step:c']);
+  assert.deepEqual(
+    steps.map((s) => s.shape),
+    ['step:a', 'sleep', 'step:b', 'sleep', 'step:c'],
+  );
   assert.deepEqual(calls, { a: 1, b: 1, c: 1 }, 'memoized steps were replayed, not re-executed');
   assert.deepEqual(await e.result(runId), { a: 5, b: 50, d: '5/50' });
   assert.deepEqual(e.terminalWrites.get(runId), ['done']);
@@ -69,7 +78,8 @@ test('multi-step run with a durable sleep: parks sleeping, wakes when the clock 
 test('12.11.1 the builder flow completes with { doubled: 42, nap: "rested" }', async () => {
   const e = ctx.engine();
   e.register(
-    'builder', 1,
+    'builder',
+    1,
     builder()
       .step('doubled', (n) => n * 2)
       .sleep(5_000)
@@ -83,7 +93,10 @@ test('12.11.1 the builder flow completes with { doubled: 42, nap: "rested" }', a
   await ctx.drive(e, ctx.allTerminal([runId]), { advanceMs: 5_000 });
   assert.equal(ctx.clock.t, T + 5_000, 'completed on the first round after the 5 s timer');
   assert.deepEqual(await e.result(runId), { doubled: 42, nap: 'rested' });
-  assert.deepEqual((await ctx.steps(runId)).map((s) => s.shape), ['step:doubled', 'sleep', 'step:nap']);
+  assert.deepEqual(
+    (await ctx.steps(runId)).map((s) => s.shape),
+    ['step:doubled', 'sleep', 'step:nap'],
+  );
 });
 
 test('12.11.2 a parent invoking a child completes with the child output + 1 (51)', async () => {

@@ -65,7 +65,12 @@ test('12.9.6 a child whose parent is already failed cancels itself when dispatch
   const parent = await ctx.engine().backend.store.startRun({ name: 'gone', version: 1, input: null });
   await e.backend.store.markTerminal(parent.runId, { status: 'failed', error: { code: 'X', message: 'x' } });
   const child = await e.backend.store.startRun({
-    name: 'orphan', version: 1, input: null, parentRunId: parent.runId, parentCursorKey: 's0', depth: 1,
+    name: 'orphan',
+    version: 1,
+    input: null,
+    parentRunId: parent.runId,
+    parentCursorKey: 's0',
+    depth: 1,
   });
   await e.backend.queue.enqueue(child.runId);
   const r = await e.tickOnce();

@@ -72,7 +72,10 @@ async function assertExactlyOnce(list, execs) {
   const stepRows = await ctx.rows(`SELECT run_id, shape FROM ${ctx.t.step} WHERE shape LIKE 'step:%'`);
   assert.equal(stepRows.length, execs.size, 'one body execution per step row');
   for (const s of stepRows) assert.equal(execs.get(`${s.run_id}/${s.shape.slice(5)}`), 1, `${s.run_id}/${s.shape}`);
-  assert.ok([...execs.values()].every((n) => n === 1), 'no step body ran twice');
+  assert.ok(
+    [...execs.values()].every((n) => n === 1),
+    'no step body ran twice',
+  );
   assert.equal(await ctx.count('job'), 0);
   assert.equal(await ctx.count('timer'), 0);
 }
@@ -90,7 +93,10 @@ test('two tick loops, 40 independent chain runs: each completes exactly once', a
   const sum = (k) => list.reduce((n, e) => n + e.stats[k], 0);
   assert.equal(sum('due'), 26);
   assert.equal(sum('claimed'), 66);
-  assert.ok(list.every((e) => e.stats.claimed > 0), `both engines worked: ${list.map((e) => e.stats.claimed)}`);
+  assert.ok(
+    list.every((e) => e.stats.claimed > 0),
+    `both engines worked: ${list.map((e) => e.stats.claimed)}`,
+  );
 });
 
 test('two tick loops, fan-outs (45 children) and nested invokes: joins count every child exactly once', async () => {
@@ -103,9 +109,15 @@ test('two tick loops, fan-outs (45 children) and nested invokes: joins count eve
   assert.equal(await list[0].result(big), fanOut(45));
   for (const { n, id } of nests) assert.equal(await list[1].result(id), fanOut(n) + chainOut(n));
   const joins = await ctx.rows(`SELECT join_remaining FROM ${ctx.t.run} WHERE name IN ('fan', 'nest')`);
-  assert.ok(joins.every((j) => Number(j.join_remaining) === 0), 'every join drained to exactly 0');
+  assert.ok(
+    joins.every((j) => Number(j.join_remaining) === 0),
+    'every join drained to exactly 0',
+  );
   assert.equal(await ctx.count('run', "name = 'leaf'"), 45 + [3, 4, 5, 6, 7].reduce((a, b) => a + b, 0));
-  assert.ok(list.every((e) => e.stats.claimed > 0), `both engines worked: ${list.map((e) => e.stats.claimed)}`);
+  assert.ok(
+    list.every((e) => e.stats.claimed > 0),
+    `both engines worked: ${list.map((e) => e.stats.claimed)}`,
+  );
 });
 
 test('three free-running loops with a moving clock, signals posted concurrently: nothing lost, nothing doubled', async () => {
@@ -156,7 +168,10 @@ test('three free-running loops with a moving clock, signals posted concurrently:
   await assertExactlyOnce(list, execs);
   for (const { id, n } of sigs) assert.equal(await client.result(id), n * 100 + n);
   assert.equal(await ctx.count('signal'), 0, 'every signal consumed exactly once');
-  assert.ok(list.filter((e) => e.stats.claimed > 0).length >= 2, `work was shared: ${list.map((e) => e.stats.claimed)}`);
+  assert.ok(
+    list.filter((e) => e.stats.claimed > 0).length >= 2,
+    `work was shared: ${list.map((e) => e.stats.claimed)}`,
+  );
 });
 
 test('two engines reconciling and dispatching at the same time: a stranded run still runs once', async () => {

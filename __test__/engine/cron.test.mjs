@@ -52,7 +52,10 @@ test('a cron fires exactly once per due time across two workers calling runDueCr
   }
   const runs = await cronRuns('nightly');
   assert.equal(runs.length, 5);
-  assert.deepEqual(runs.map((r) => r.id), fires);
+  assert.deepEqual(
+    runs.map((r) => r.id),
+    fires,
+  );
   assert.deepEqual(
     runs.map((r) => r.idempotency_key),
     [1, 2, 3, 4, 5].map((k) => `cron:nightly:${T + k * MINUTE}`),

@@ -116,7 +116,10 @@ test('awkward strings in flow names, step names, signal names, tags and cron nam
   assert.equal(again.runId, runId);
   assert.equal(again.created, false);
   const page = await e.backend.store.listRuns({ tag: weird, name: weird, status: 'done' }, { limit: 5 });
-  assert.deepEqual(page.runs.map((r) => r.id), [runId]);
+  assert.deepEqual(
+    page.runs.map((r) => r.id),
+    [runId],
+  );
   assert.equal((await ctx.steps(runId))[0].shape, `step:${weird}`);
 
   await e.registerCron(weird, { flow: weird, version: 1, input: 'c' });

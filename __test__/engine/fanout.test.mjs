@@ -28,11 +28,7 @@ async function checkJoin(parentId, n) {
   const chunks = Math.ceil(n / CHUNK);
   const steps = await ctx.steps(parentId);
   const shapes = steps.map((s) => s.shape);
-  assert.deepEqual(shapes, [
-    ...Array.from({ length: chunks }, (_, i) => `all:${n}:${i}`),
-    `all:${n}:join`,
-    'step:sum',
-  ]);
+  assert.deepEqual(shapes, [...Array.from({ length: chunks }, (_, i) => `all:${n}:${i}`), `all:${n}:join`, 'step:sum']);
   // each chunk memo holds the ids of exactly that chunk's children, in spawn order
   const ids = steps.slice(0, chunks).flatMap((s) => s.result);
   assert.equal(ids.length, n);
@@ -95,10 +91,13 @@ test('12.9.10 a 45-child fan-out crosses the 40-chunk boundary and returns all 4
   const { runId } = await e.submit('fan', 1, { flow: 'sq', n: 45 });
   await e.tickOnce({ batchMax: 1 });
   const steps = await ctx.steps(runId);
-  assert.deepEqual(steps.map((s) => [s.cursor_key, s.shape, s.result.length]), [
-    ['s0', 'all:45:0', 40],
-    ['s1', 'all:45:1', 5],
-  ]);
+  assert.deepEqual(
+    steps.map((s) => [s.cursor_key, s.shape, s.result.length]),
+    [
+      ['s0', 'all:45:0', 40],
+      ['s1', 'all:45:1', 5],
+    ],
+  );
   assert.equal(Number((await ctx.runRow(runId)).join_remaining), 45, 'armed once, with N, by the first chunk');
 
   await ctx.drive(e, ctx.allTerminal([runId]));
@@ -113,14 +112,21 @@ test('12.9.10 a 45-child fan-out crosses the 40-chunk boundary and returns all 4
 
 test('12.9.11 fan-out with one throwing and one long-sleeping child: parent failed, both children terminal', async () => {
   const e = ctx.engine({ maxAttempts: 2 });
-  e.register('boom', 1, async (c) => c.step('explode', () => {
-    throw Object.assign(new Error('kaboom'), { code: 'KABOOM' });
-  }));
+  e.register('boom', 1, async (c) =>
+    c.step('explode', () => {
+      throw Object.assign(new Error('kaboom'), { code: 'KABOOM' });
+    }),
+  );
   e.register('nap', 1, async (c) => {
     await c.sleep(24 * 3_600_000);
     return 'woke';
   });
-  e.register('fan2', 1, async (c) => c.all([{ flow: 'boom', version: 1 }, { flow: 'nap', version: 1 }]));
+  e.register('fan2', 1, async (c) =>
+    c.all([
+      { flow: 'boom', version: 1 },
+      { flow: 'nap', version: 1 },
+    ]),
+  );
   const { runId } = await e.submit('fan2', 1, null);
   await ctx.drive(e, ctx.allTerminal([runId]));
 

@@ -90,7 +90,11 @@ export function setup(label) {
         [id],
       );
       return r
-        .map((s) => ({ ...s, result: s.result == null ? undefined : JSON.parse(s.result), attempts: Number(s.attempts) }))
+        .map((s) => ({
+          ...s,
+          result: s.result == null ? undefined : JSON.parse(s.result),
+          attempts: Number(s.attempts),
+        }))
         .sort((a, b) => Number(a.cursor_key.slice(1)) - Number(b.cursor_key.slice(1)));
     },
     async job(id) {

@@ -22,7 +22,15 @@
 import { randomUUID } from 'node:crypto';
 
 export const RUN_STATUSES = [
-  'pending', 'running', 'sleeping', 'awaiting_signal', 'awaiting_child', 'retrying', 'done', 'failed', 'canceled',
+  'pending',
+  'running',
+  'sleeping',
+  'awaiting_signal',
+  'awaiting_child',
+  'retrying',
+  'done',
+  'failed',
+  'canceled',
 ];
 export const TERMINAL = ['done', 'failed', 'canceled'];
 export const NON_SUCCESS_TERMINAL = ['failed', 'canceled'];
@@ -183,7 +191,8 @@ export function createEngine(backend, opts = {}) {
       createdAt: clock(),
     });
     const checkDepth = () => {
-      if (depth + 1 > MAX_DEPTH) throw new PermanentError('DEPTH_EXCEEDED', `child depth ${depth + 1} exceeds ${MAX_DEPTH}`);
+      if (depth + 1 > MAX_DEPTH)
+        throw new PermanentError('DEPTH_EXCEEDED', `child depth ${depth + 1} exceeds ${MAX_DEPTH}`);
     };
     const childFailed = (id, row) =>
       new PermanentError('CHILD_FAILED', `child ${id} ${row ? `ended ${row.status}` : 'is gone'}`);
@@ -284,7 +293,11 @@ export function createEngine(backend, opts = {}) {
           if (!row || NON_SUCCESS_TERMINAL.includes(row.status)) throw childFailed(ids[i], row);
         });
         if (!rows.every((r) => r.status === 'done')) throw new Suspend('child');
-        const won = await checkpoint(key, rows.map((r) => r.output), shape);
+        const won = await checkpoint(
+          key,
+          rows.map((r) => r.output),
+          shape,
+        );
         return won.result;
       },
     };

@@ -67,7 +67,14 @@ test('case A: a running run whose job row vanished (worker crash after markRunni
   // a worker claims it, marks it running, checkpoints step a, then "dies" and its job row is lost
   const [lease] = await e.backend.queue.claim({ limit: 1, leaseMs: 600_000, now: ctx.clock.now() });
   assert.equal(await e.backend.store.markRunning(runId), 1);
-  await e.backend.store.checkpointStep({ runId, cursorKey: 's0', status: 'ok', result: 7, attempts: 1, shape: 'step:a' });
+  await e.backend.store.checkpointStep({
+    runId,
+    cursorKey: 's0',
+    status: 'ok',
+    result: 7,
+    attempts: 1,
+    shape: 'step:a',
+  });
   await ctx.sql.query(`DELETE FROM ${ctx.t.job} WHERE run_id = ?`, [lease.runId]);
 
   assert.equal(await ctx.status(runId), 'running');
@@ -94,10 +101,12 @@ test('a crashed worker keeps its lease: the run is re-claimed once the lease exp
 test('case A: a retrying run whose timer was lost is re-driven', async () => {
   const e = ctx.engine();
   let n = 0;
-  e.register('flaky', 1, async (c) => c.step('x', () => {
-    if (++n === 1) throw new Error('first time');
-    return n;
-  }));
+  e.register('flaky', 1, async (c) =>
+    c.step('x', () => {
+      if (++n === 1) throw new Error('first time');
+      return n;
+    }),
+  );
   const { runId } = await e.submit('flaky', 1, null);
   await ctx.quiesce(e);
   assert.equal(await ctx.status(runId), 'retrying');

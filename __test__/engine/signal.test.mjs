@@ -19,7 +19,10 @@ test('12.9.4 a flow waiting for a signal parks awaiting_signal, then completes w
   assert.equal(Number(row.attempts), 0);
   assert.equal(await ctx.job(runId), undefined);
   assert.equal(await ctx.timerOf(runId), undefined);
-  assert.deepEqual((await ctx.steps(runId)).map((s) => s.shape), ['step:prep']);
+  assert.deepEqual(
+    (await ctx.steps(runId)).map((s) => s.shape),
+    ['step:prep'],
+  );
 
   // parked runs stay parked: time passes, ticks and reconcile find nothing
   ctx.clock.advance(3_600_000);
@@ -34,23 +37,40 @@ test('12.9.4 a flow waiting for a signal parks awaiting_signal, then completes w
 
   // delivery: stored, run enqueued, result() woken
   const waiting = e.result(runId, { pollMs: 5_000 });
-  assert.deepEqual(await e.signal(runId, 'approve', { ok: true, by: 'ann' }, { idempotencyKey: 'd1' }), { delivered: true });
+  assert.deepEqual(await e.signal(runId, 'approve', { ok: true, by: 'ann' }, { idempotencyKey: 'd1' }), {
+    delivered: true,
+  });
   assert.equal(await ctx.count('signal', 'run_id = ?', [runId]), 2);
   assert.ok(await ctx.job(runId));
   await ctx.quiesce(e);
   assert.deepEqual(await waiting, { prep: 'req:7', decision: { ok: true, by: 'ann' } });
 
   const steps = await ctx.steps(runId);
-  assert.deepEqual(steps.map((s) => [s.cursor_key, s.shape]), [['s0', 'step:prep'], ['s1', 'signal:approve'], ['s2', 'step:finish']]);
+  assert.deepEqual(
+    steps.map((s) => [s.cursor_key, s.shape]),
+    [
+      ['s0', 'step:prep'],
+      ['s1', 'signal:approve'],
+      ['s2', 'step:finish'],
+    ],
+  );
   assert.deepEqual(steps[1].result, { ok: true, by: 'ann' });
   const inbox = await ctx.rows(`SELECT name FROM ${ctx.t.signal} WHERE run_id = ?`, [runId]);
-  assert.deepEqual(inbox.map((s) => s.name), ['other'], 'the consumed signal was deleted, the other one kept');
+  assert.deepEqual(
+    inbox.map((s) => s.name),
+    ['other'],
+    'the consumed signal was deleted, the other one kept',
+  );
   assert.equal(await ctx.count('job'), 0);
 });
 
 test('a signal posted before the wait is consumed on the first tick, in delivery order', async () => {
   const e = ctx.engine();
-  e.register('collect', 1, async (c) => [await c.waitForSignal('n'), await c.waitForSignal('n'), await c.waitForSignal('n')]);
+  e.register('collect', 1, async (c) => [
+    await c.waitForSignal('n'),
+    await c.waitForSignal('n'),
+    await c.waitForSignal('n'),
+  ]);
   const { runId } = await e.submit('collect', 1, null);
   await e.signal(runId, 'n', 1);
   await e.signal(runId, 'n', 2);

@@ -35,152 +35,180 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const skip = galeraSkip();
 let cluster;
-before(async () => {
-  if (skip) return;
-  cluster = await startGaleraCluster({ nodes: 3 });
-}, { timeout: 120_000 });
+before(
+  async () => {
+    if (skip) return;
+    cluster = await startGaleraCluster({ nodes: 3 });
+  },
+  { timeout: 120_000 },
+);
 after(async () => cluster && cluster.stop());
 
 const CONFLICT_STATUS = ['wsrep_local_cert_failures', 'wsrep_local_bf_aborts'];
 const sumStatus = (rows, name) => rows.reduce((n, r) => n + Number(r[name] || 0), 0);
 
-test(`${LIMITS.length} rounds of ${JOBS} jobs, ${WORKERS_PER_NODE} claiming workers on each of 3 Galera nodes: no job leased twice`, { skip, timeout: 150_000 }, async (t) => {
-  const db = await cluster.createDatabase('galera_claims');
-  const pools = [];
-  t.after(async () => {
-    for (const p of pools) if (!p.closed) await p.close();
-  });
-  const pool = (url) => {
-    const p = mysqlPool(`${url}?connectionLimit=2&acquireTimeoutMs=20000`);
-    pools.push(p);
-    return p;
-  };
-  const setup = pool(db.urls[0]);
-  await applySchema(setup);
-  const b1 = createMysqlBackend(setup);
+test(
+  `${LIMITS.length} rounds of ${JOBS} jobs, ${WORKERS_PER_NODE} claiming workers on each of 3 Galera nodes: no job leased twice`,
+  { skip, timeout: 150_000 },
+  async (t) => {
+    const db = await cluster.createDatabase('galera_claims');
+    const pools = [];
+    t.after(async () => {
+      for (const p of pools) if (!p.closed) await p.close();
+    });
+    const pool = (url) => {
+      const p = mysqlPool(`${url}?connectionLimit=2&acquireTimeoutMs=20000`);
+      pools.push(p);
+      return p;
+    };
+    const setup = pool(db.urls[0]);
+    await applySchema(setup);
+    const b1 = createMysqlBackend(setup);
 
-  const workers = [];
-  cluster.nodes.forEach((node, k) => {
-    for (let w = 0; w < WORKERS_PER_NODE; w++) {
-      const sql = pool(db.urls[k]);
-      workers.push({ name: `${node.name}w${w}`, sql, backend: createMysqlBackend(sql) });
-    }
-  });
+    const workers = [];
+    cluster.nodes.forEach((node, k) => {
+      for (let w = 0; w < WORKERS_PER_NODE; w++) {
+        const sql = pool(db.urls[k]);
+        workers.push({ name: `${node.name}w${w}`, sql, backend: createMysqlBackend(sql) });
+      }
+    });
 
-  const claimsOf = new Map(); // runId -> [worker name, …], one entry per successful claim
-  const heartbeatFailures = []; // { worker, runId, message }
-  const errors = { claim: [], heartbeat: [], ack: [] }; // errors that reached the caller
-  const rounds = [];
-  const status0 = await cluster.status(CONFLICT_STATUS);
-  const t0 = performance.now();
+    const claimsOf = new Map(); // runId -> [worker name, …], one entry per successful claim
+    const heartbeatFailures = []; // { worker, runId, message }
+    const errors = { claim: [], heartbeat: [], ack: [] }; // errors that reached the caller
+    const rounds = [];
+    const status0 = await cluster.status(CONFLICT_STATUS);
+    const t0 = performance.now();
 
-  for (const [r, limit] of LIMITS.entries()) {
-    // ---- the queue, filled on node 1 and visible everywhere before the load ---------------------
-    const ids = Array.from({ length: JOBS }, (_, i) => `r${r}-job-${String(i).padStart(5, '0')}`);
-    for (let k = 0; k < ids.length; k += 50) await Promise.all(ids.slice(k, k + 50).map((id) => b1.queue.enqueue(id)));
-    await cluster.waitForSync();
-    for (const n of cluster.nodes) {
-      const [{ c }] = await n.queryCausal(`SELECT COUNT(*) AS c FROM \`${db.name}\`.job`);
-      assert.equal(Number(c), JOBS, `round ${r}: node ${n.name} sees every job before the load`);
-    }
+    for (const [r, limit] of LIMITS.entries()) {
+      // ---- the queue, filled on node 1 and visible everywhere before the load ---------------------
+      const ids = Array.from({ length: JOBS }, (_, i) => `r${r}-job-${String(i).padStart(5, '0')}`);
+      for (let k = 0; k < ids.length; k += 50)
+        await Promise.all(ids.slice(k, k + 50).map((id) => b1.queue.enqueue(id)));
+      await cluster.waitForSync();
+      for (const n of cluster.nodes) {
+        const [{ c }] = await n.queryCausal(`SELECT COUNT(*) AS c FROM \`${db.name}\`.job`);
+        assert.equal(Number(c), JOBS, `round ${r}: node ${n.name} sees every job before the load`);
+      }
 
-    // ---- the load -----------------------------------------------------------------------------
-    const round = { limit, claimCalls: 0, leases: 0, doubles: 0, heartbeatFailures: 0, errors: 0, retries: 0 };
-    const retries0 = workers.reduce((n, wk) => n + wk.sql.stats().deadlockRetries, 0);
-    const deadline = Date.now() + ROUND_DEADLINE_MS;
-    const tr = performance.now();
-    const run = async (wk) => {
-      const { queue } = wk.backend;
-      let empty = 0;
-      // Stop after a few empty claims in a row: with leases that never expire, an empty queue on
-      // this node means every job is taken or done (a node that lags sees MORE jobs, not fewer).
-      while (empty < 3 && Date.now() < deadline) {
-        let leases;
-        round.claimCalls++;
-        try {
-          leases = await queue.claim({ limit, leaseMs: LEASE_MS });
-        } catch (e) {
-          errors.claim.push(`${wk.name}: ${e.message}`);
-          round.errors++;
-          await sleep(20);
-          continue;
-        }
-        if (leases.length === 0) {
-          empty++;
-          await sleep(30);
-          continue;
-        }
-        empty = 0;
-        round.leases += leases.length;
-        for (const lease of leases) {
-          const list = claimsOf.get(lease.runId) || [];
-          list.push(wk.name);
-          claimsOf.set(lease.runId, list);
-          if (list.length === 2) round.doubles++;
-        }
-        for (const lease of leases) {
+      // ---- the load -----------------------------------------------------------------------------
+      const round = { limit, claimCalls: 0, leases: 0, doubles: 0, heartbeatFailures: 0, errors: 0, retries: 0 };
+      const retries0 = workers.reduce((n, wk) => n + wk.sql.stats().deadlockRetries, 0);
+      const deadline = Date.now() + ROUND_DEADLINE_MS;
+      const tr = performance.now();
+      const run = async (wk) => {
+        const { queue } = wk.backend;
+        let empty = 0;
+        // Stop after a few empty claims in a row: with leases that never expire, an empty queue on
+        // this node means every job is taken or done (a node that lags sees MORE jobs, not fewer).
+        while (empty < 3 && Date.now() < deadline) {
+          let leases;
+          round.claimCalls++;
           try {
-            await queue.heartbeat(lease, { leaseMs: LEASE_MS });
+            leases = await queue.claim({ limit, leaseMs: LEASE_MS });
           } catch (e) {
-            // "lease … is no longer held" right after the claim: the claim never committed.
-            heartbeatFailures.push({ worker: wk.name, runId: lease.runId, message: e.message });
-            round.heartbeatFailures++;
-            if (!/no longer held/.test(e.message)) {
-              errors.heartbeat.push(`${wk.name}: ${e.message}`);
+            errors.claim.push(`${wk.name}: ${e.message}`);
+            round.errors++;
+            await sleep(20);
+            continue;
+          }
+          if (leases.length === 0) {
+            empty++;
+            await sleep(30);
+            continue;
+          }
+          empty = 0;
+          round.leases += leases.length;
+          for (const lease of leases) {
+            const list = claimsOf.get(lease.runId) || [];
+            list.push(wk.name);
+            claimsOf.set(lease.runId, list);
+            if (list.length === 2) round.doubles++;
+          }
+          for (const lease of leases) {
+            try {
+              await queue.heartbeat(lease, { leaseMs: LEASE_MS });
+            } catch (e) {
+              // "lease … is no longer held" right after the claim: the claim never committed.
+              heartbeatFailures.push({ worker: wk.name, runId: lease.runId, message: e.message });
+              round.heartbeatFailures++;
+              if (!/no longer held/.test(e.message)) {
+                errors.heartbeat.push(`${wk.name}: ${e.message}`);
+                round.errors++;
+              }
+            }
+            try {
+              await queue.ack(lease);
+            } catch (e) {
+              errors.ack.push(`${wk.name}: ${e.message}`);
               round.errors++;
             }
           }
-          try {
-            await queue.ack(lease);
-          } catch (e) {
-            errors.ack.push(`${wk.name}: ${e.message}`);
-            round.errors++;
-          }
         }
-      }
-    };
-    await Promise.all(workers.map(run));
-    round.ms = Math.round(performance.now() - tr);
-    round.retries = workers.reduce((n, wk) => n + wk.sql.stats().deadlockRetries, 0) - retries0;
-    await cluster.waitForSync();
-    round.left = await Promise.all(cluster.nodes.map(async (n) => {
-      const [{ c }] = await n.queryCausal(`SELECT COUNT(*) AS c FROM \`${db.name}\`.job`);
-      return Number(c);
-    }));
-    round.never = ids.filter((id) => !claimsOf.has(id)).length;
-    rounds.push(round);
-    t.diagnostic(`round ${r}: limit ${limit}: ${round.claimCalls} claims, ${round.leases} leases, leased twice ${round.doubles}, ` +
-      `heartbeats failed ${round.heartbeatFailures}, never claimed ${round.never}, retried ${round.retries}, ` +
-      `errors to the caller ${round.errors}, jobs left ${round.left.join('/')}, ${round.ms} ms`);
-    // Leftovers would distort the next round's accounting; stop here (the asserts below fail).
-    if (round.left.some((c) => c > 0)) break;
-  }
-  const loadMs = performance.now() - t0;
+      };
+      await Promise.all(workers.map(run));
+      round.ms = Math.round(performance.now() - tr);
+      round.retries = workers.reduce((n, wk) => n + wk.sql.stats().deadlockRetries, 0) - retries0;
+      await cluster.waitForSync();
+      round.left = await Promise.all(
+        cluster.nodes.map(async (n) => {
+          const [{ c }] = await n.queryCausal(`SELECT COUNT(*) AS c FROM \`${db.name}\`.job`);
+          return Number(c);
+        }),
+      );
+      round.never = ids.filter((id) => !claimsOf.has(id)).length;
+      rounds.push(round);
+      t.diagnostic(
+        `round ${r}: limit ${limit}: ${round.claimCalls} claims, ${round.leases} leases, leased twice ${round.doubles}, ` +
+          `heartbeats failed ${round.heartbeatFailures}, never claimed ${round.never}, retried ${round.retries}, ` +
+          `errors to the caller ${round.errors}, jobs left ${round.left.join('/')}, ${round.ms} ms`,
+      );
+      // Leftovers would distort the next round's accounting; stop here (the asserts below fail).
+      if (round.left.some((c) => c > 0)) break;
+    }
+    const loadMs = performance.now() - t0;
 
-  // ---- accounting -----------------------------------------------------------------------------
-  const status1 = await cluster.status(CONFLICT_STATUS);
-  const certFailures = sumStatus(status1, 'wsrep_local_cert_failures') - sumStatus(status0, 'wsrep_local_cert_failures');
-  const bfAborts = sumStatus(status1, 'wsrep_local_bf_aborts') - sumStatus(status0, 'wsrep_local_bf_aborts');
-  const total = (k) => rounds.reduce((n, r) => n + r[k], 0);
-  const doubles = [...claimsOf].filter(([, list]) => list.length > 1);
-  const never = total('never');
-  const errorCount = errors.claim.length + errors.heartbeat.length + errors.ack.length;
+    // ---- accounting -----------------------------------------------------------------------------
+    const status1 = await cluster.status(CONFLICT_STATUS);
+    const certFailures =
+      sumStatus(status1, 'wsrep_local_cert_failures') - sumStatus(status0, 'wsrep_local_cert_failures');
+    const bfAborts = sumStatus(status1, 'wsrep_local_bf_aborts') - sumStatus(status0, 'wsrep_local_bf_aborts');
+    const total = (k) => rounds.reduce((n, r) => n + r[k], 0);
+    const doubles = [...claimsOf].filter(([, list]) => list.length > 1);
+    const never = total('never');
+    const errorCount = errors.claim.length + errors.heartbeat.length + errors.ack.length;
 
-  const summary = `galera claims: ${rounds.length} × ${JOBS} jobs (claim limits ${LIMITS.join('/')}), ` +
-    `3 nodes × ${WORKERS_PER_NODE} workers, lease ${LEASE_MS / 1000} s; ${total('claimCalls')} claim calls handed out ` +
-    `${total('leases')} leases; jobs leased twice ${doubles.length}, heartbeats failed right after the claim ` +
-    `${heartbeatFailures.length}, never claimed ${never}; certification conflicts: ${certFailures} cert failures + ` +
-    `${bfAborts} BF aborts on the servers, ${total('retries')} retried inside the package; errors that reached the ` +
-    `caller ${errorCount} (claim ${errors.claim.length}, heartbeat ${errors.heartbeat.length}, ack ${errors.ack.length}); ` +
-    `load ${Math.round(loadMs)} ms; cluster start-up ${cluster.startupMs} ms (install-db ${cluster.phases.installDbMs}, bootstrap ${cluster.phases.bootstrapMs}, ` +
-    `2 joins by SST ${cluster.phases.joinMs})`;
-  t.diagnostic(summary);
-  if (errorCount) t.diagnostic(`first errors: ${[...errors.claim, ...errors.heartbeat, ...errors.ack].slice(0, 3).join(' | ')}`);
+    const summary =
+      `galera claims: ${rounds.length} × ${JOBS} jobs (claim limits ${LIMITS.join('/')}), ` +
+      `3 nodes × ${WORKERS_PER_NODE} workers, lease ${LEASE_MS / 1000} s; ${total('claimCalls')} claim calls handed out ` +
+      `${total('leases')} leases; jobs leased twice ${doubles.length}, heartbeats failed right after the claim ` +
+      `${heartbeatFailures.length}, never claimed ${never}; certification conflicts: ${certFailures} cert failures + ` +
+      `${bfAborts} BF aborts on the servers, ${total('retries')} retried inside the package; errors that reached the ` +
+      `caller ${errorCount} (claim ${errors.claim.length}, heartbeat ${errors.heartbeat.length}, ack ${errors.ack.length}); ` +
+      `load ${Math.round(loadMs)} ms; cluster start-up ${cluster.startupMs} ms (install-db ${cluster.phases.installDbMs}, bootstrap ${cluster.phases.bootstrapMs}, ` +
+      `2 joins by SST ${cluster.phases.joinMs})`;
+    t.diagnostic(summary);
+    if (errorCount)
+      t.diagnostic(`first errors: ${[...errors.claim, ...errors.heartbeat, ...errors.ack].slice(0, 3).join(' | ')}`);
 
-  assert.equal(rounds.length, LIMITS.length, `every round drained its queue (${summary})`);
-  assert.deepEqual(doubles.slice(0, 20).map(([id, list]) => `${id} by ${list.join('+')}`), [], `no job leased twice (${summary})`);
-  assert.deepEqual(heartbeatFailures.slice(0, 20).map((f) => `${f.worker} ${f.runId}: ${f.message}`), [], 'every heartbeat right after its claim succeeded');
-  assert.equal(never, 0, 'every job claimed');
-  assert.equal(claimsOf.size, rounds.length * JOBS, 'every job claimed exactly once');
-  for (const r of rounds) assert.deepEqual(r.left, cluster.nodes.map(() => 0), `limit ${r.limit}: every job acked, on every node`);
-});
+    assert.equal(rounds.length, LIMITS.length, `every round drained its queue (${summary})`);
+    assert.deepEqual(
+      doubles.slice(0, 20).map(([id, list]) => `${id} by ${list.join('+')}`),
+      [],
+      `no job leased twice (${summary})`,
+    );
+    assert.deepEqual(
+      heartbeatFailures.slice(0, 20).map((f) => `${f.worker} ${f.runId}: ${f.message}`),
+      [],
+      'every heartbeat right after its claim succeeded',
+    );
+    assert.equal(never, 0, 'every job claimed');
+    assert.equal(claimsOf.size, rounds.length * JOBS, 'every job claimed exactly once');
+    for (const r of rounds)
+      assert.deepEqual(
+        r.left,
+        cluster.nodes.map(() => 0),
+        `limit ${r.limit}: every job acked, on every node`,
+      );
+  },
+);

@@ -33,10 +33,13 @@ const TABLES = ['run', 'step', 'job', 'timer', 'signal', 'cron'];
 
 const skip = galeraSkip();
 let cluster;
-before(async () => {
-  if (skip) return;
-  cluster = await startGaleraCluster({ nodes: 3 });
-}, { timeout: 120_000 });
+before(
+  async () => {
+    if (skip) return;
+    cluster = await startGaleraCluster({ nodes: 3 });
+  },
+  { timeout: 120_000 },
+);
 after(async () => cluster && cluster.stop());
 
 const CONFLICT_STATUS = ['wsrep_local_cert_failures', 'wsrep_local_bf_aborts'];
@@ -47,7 +50,21 @@ const childOf = (id) => `${id}.child`;
 /** The outbox a run's step `i` carries, by the run's kind (its flow name). */
 function stepOutbox(run, i) {
   if (run.name === 'parent' && i === 1) {
-    return { spawn: [{ runId: childOf(run.id), spec: { name: 'child', version: 1, input: { parent: run.id }, parentRunId: run.id, parentCursorKey: 's1', depth: 1 } }] };
+    return {
+      spawn: [
+        {
+          runId: childOf(run.id),
+          spec: {
+            name: 'child',
+            version: 1,
+            input: { parent: run.id },
+            parentRunId: run.id,
+            parentCursorKey: 's1',
+            depth: 1,
+          },
+        },
+      ],
+    };
   }
   if (run.name === 'fanout' && i === 0) {
     return { enqueue: [{ runId: run.input.side }], timers: [{ runId: run.id, fireAt: new Date(FAR + run.input.i) }] };
@@ -81,12 +98,24 @@ async function drive(backend, lease, onDone) {
       if (snap.steps.has(key)) continue; // memoized by an earlier attempt
       const fx = stepOutbox(snap.run, i);
       where = fx ? 'checkpointStep+outbox' : 'checkpointStep';
-      await store.checkpointStep({
-        runId: lease.runId, cursorKey: key, status: 'ok', result: { i, token: lease.token }, attempts: attempt, shape: `step:${key}`,
-      }, fx);
+      await store.checkpointStep(
+        {
+          runId: lease.runId,
+          cursorKey: key,
+          status: 'ok',
+          result: { i, token: lease.token },
+          attempts: attempt,
+          shape: `step:${key}`,
+        },
+        fx,
+      );
     }
     where = terminalOutbox(snap.run) ? 'markTerminal+outbox' : 'markTerminal';
-    await store.markTerminal(lease.runId, { status: 'done', output: { token: lease.token, attempt } }, terminalOutbox(snap.run));
+    await store.markTerminal(
+      lease.runId,
+      { status: 'done', output: { token: lease.token, attempt } },
+      terminalOutbox(snap.run),
+    );
     onDone(lease.runId, lease.token);
     where = 'ack';
     await queue.ack(lease);
@@ -97,170 +126,210 @@ async function drive(backend, lease, onDone) {
   }
 }
 
-test(`${MAIN} runs with outboxes drained by ${WORKERS_PER_NODE} workers on each of 3 Galera nodes: each done once, outboxes complete, nodes identical`, { skip, timeout: 150_000 }, async (t) => {
-  const db = await cluster.createDatabase('galera_drain');
-  const pools = [];
-  t.after(async () => {
-    for (const p of pools) if (!p.closed) await p.close();
-  });
-  const pool = (url) => {
-    const p = mysqlPool(`${url}?connectionLimit=2&acquireTimeoutMs=20000`);
-    pools.push(p);
-    return p;
-  };
-  // Verification reads on node 1 once it caught up; `T.run` names the table in the test database.
-  const q = (sql, params) => cluster.nodes[0].queryCausal(sql.replaceAll('`T.', `\`${db.name}\`.\``), params);
+test(
+  `${MAIN} runs with outboxes drained by ${WORKERS_PER_NODE} workers on each of 3 Galera nodes: each done once, outboxes complete, nodes identical`,
+  { skip, timeout: 150_000 },
+  async (t) => {
+    const db = await cluster.createDatabase('galera_drain');
+    const pools = [];
+    t.after(async () => {
+      for (const p of pools) if (!p.closed) await p.close();
+    });
+    const pool = (url) => {
+      const p = mysqlPool(`${url}?connectionLimit=2&acquireTimeoutMs=20000`);
+      pools.push(p);
+      return p;
+    };
+    // Verification reads on node 1 once it caught up; `T.run` names the table in the test database.
+    const q = (sql, params) => cluster.nodes[0].queryCausal(sql.replaceAll('`T.', `\`${db.name}\`.\``), params);
 
-  // ---- runs started and enqueued on node 1 -----------------------------------------------------
-  const setup = pool(db.urls[0]);
-  await applySchema(setup);
-  const b1 = createMysqlBackend(setup);
-  const third = MAIN / 3;
-  // Side runs exist from the start but are enqueued only by their fan-out's step outbox.
-  const sides = await b1.store.startManyRuns(Array.from({ length: third }, (_, i) => ({ name: 'side', version: 1, input: { i }, idempotencyKey: `side${i}` })));
-  const specs = [];
-  for (let i = 0; i < third; i++) {
-    specs.push({ name: 'plain', version: 1, input: { i }, idempotencyKey: `plain${i}` });
-    specs.push({ name: 'parent', version: 1, input: { i }, idempotencyKey: `parent${i}` });
-    specs.push({ name: 'fanout', version: 1, input: { i, side: sides[i].runId }, idempotencyKey: `fanout${i}` });
-  }
-  const main = await b1.store.startManyRuns(specs);
-  for (let k = 0; k < main.length; k += 50) await Promise.all(main.slice(k, k + 50).map((r) => b1.queue.enqueue(r.runId)));
-  const parents = main.filter((_, k) => specs[k].name === 'parent').map((r) => r.runId);
-  const fanouts = main.filter((_, k) => specs[k].name === 'fanout').map((r, i) => ({ id: r.runId, side: sides[i].runId, i }));
-  const expectedRuns = MAIN + parents.length + sides.length;
-  await cluster.waitForSync();
-
-  // ---- the drain --------------------------------------------------------------------------------
-  const doneBy = new Map(); // runId -> [{ worker, token }], one per acknowledged terminal write
-  // runId -> [{ worker, at, expiresAt }] per successful claim. A claim that returned a run while an
-  // earlier lease of it was still live (returned before that lease's expiry) is a double lease;
-  // re-claims after an abandoned lease expired are legitimate.
-  const leasesOf = new Map();
-  const errors = [];
-  let stop = false;
-  const workers = [];
-  cluster.nodes.forEach((node, k) => {
-    for (let w = 0; w < WORKERS_PER_NODE; w++) {
-      const sql = pool(db.urls[k]);
-      workers.push({ name: `${node.name}w${w}`, sql, backend: createMysqlBackend(sql), driven: 0 });
+    // ---- runs started and enqueued on node 1 -----------------------------------------------------
+    const setup = pool(db.urls[0]);
+    await applySchema(setup);
+    const b1 = createMysqlBackend(setup);
+    const third = MAIN / 3;
+    // Side runs exist from the start but are enqueued only by their fan-out's step outbox.
+    const sides = await b1.store.startManyRuns(
+      Array.from({ length: third }, (_, i) => ({ name: 'side', version: 1, input: { i }, idempotencyKey: `side${i}` })),
+    );
+    const specs = [];
+    for (let i = 0; i < third; i++) {
+      specs.push({ name: 'plain', version: 1, input: { i }, idempotencyKey: `plain${i}` });
+      specs.push({ name: 'parent', version: 1, input: { i }, idempotencyKey: `parent${i}` });
+      specs.push({ name: 'fanout', version: 1, input: { i, side: sides[i].runId }, idempotencyKey: `fanout${i}` });
     }
-  });
-  const status0 = await cluster.status(CONFLICT_STATUS);
-  const t0 = performance.now();
-  const loop = async (wk) => {
-    while (!stop) {
-      let leases;
-      try {
-        leases = await wk.backend.queue.claim({ limit: LIMIT, leaseMs: LEASE_MS });
-      } catch (e) {
-        errors.push({ worker: wk.name, where: 'claim', message: e.message });
-        await sleep(30);
-        continue;
+    const main = await b1.store.startManyRuns(specs);
+    for (let k = 0; k < main.length; k += 50)
+      await Promise.all(main.slice(k, k + 50).map((r) => b1.queue.enqueue(r.runId)));
+    const parents = main.filter((_, k) => specs[k].name === 'parent').map((r) => r.runId);
+    const fanouts = main
+      .filter((_, k) => specs[k].name === 'fanout')
+      .map((r, i) => ({ id: r.runId, side: sides[i].runId, i }));
+    const expectedRuns = MAIN + parents.length + sides.length;
+    await cluster.waitForSync();
+
+    // ---- the drain --------------------------------------------------------------------------------
+    const doneBy = new Map(); // runId -> [{ worker, token }], one per acknowledged terminal write
+    // runId -> [{ worker, at, expiresAt }] per successful claim. A claim that returned a run while an
+    // earlier lease of it was still live (returned before that lease's expiry) is a double lease;
+    // re-claims after an abandoned lease expired are legitimate.
+    const leasesOf = new Map();
+    const errors = [];
+    let stop = false;
+    const workers = [];
+    cluster.nodes.forEach((node, k) => {
+      for (let w = 0; w < WORKERS_PER_NODE; w++) {
+        const sql = pool(db.urls[k]);
+        workers.push({ name: `${node.name}w${w}`, sql, backend: createMysqlBackend(sql), driven: 0 });
       }
-      if (leases.length === 0) {
-        await sleep(20);
-        continue;
-      }
-      const at = Date.now();
-      for (const lease of leases) {
-        leasesOf.set(lease.runId, [...(leasesOf.get(lease.runId) || []), { worker: wk.name, at, expiresAt: lease.expiresAt.getTime() }]);
-      }
-      for (const lease of leases) {
+    });
+    const status0 = await cluster.status(CONFLICT_STATUS);
+    const t0 = performance.now();
+    const loop = async (wk) => {
+      while (!stop) {
+        let leases;
         try {
-          const r = await drive(wk.backend, lease, (runId, token) => {
-            doneBy.set(runId, [...(doneBy.get(runId) || []), { worker: wk.name, token }]);
-          });
-          if (r === 'done') wk.driven++;
+          leases = await wk.backend.queue.claim({ limit: LIMIT, leaseMs: LEASE_MS });
         } catch (e) {
-          // The lease is abandoned: it expires and the run is claimed again (as in core).
-          errors.push({ worker: wk.name, where: e.where, runId: lease.runId, message: e.message });
+          errors.push({ worker: wk.name, where: 'claim', message: e.message });
           await sleep(30);
+          continue;
+        }
+        if (leases.length === 0) {
+          await sleep(20);
+          continue;
+        }
+        const at = Date.now();
+        for (const lease of leases) {
+          leasesOf.set(lease.runId, [
+            ...(leasesOf.get(lease.runId) || []),
+            { worker: wk.name, at, expiresAt: lease.expiresAt.getTime() },
+          ]);
+        }
+        for (const lease of leases) {
+          try {
+            const r = await drive(wk.backend, lease, (runId, token) => {
+              doneBy.set(runId, [...(doneBy.get(runId) || []), { worker: wk.name, token }]);
+            });
+            if (r === 'done') wk.driven++;
+          } catch (e) {
+            // The lease is abandoned: it expires and the run is claimed again (as in core).
+            errors.push({ worker: wk.name, where: e.where, runId: lease.runId, message: e.message });
+            await sleep(30);
+          }
         }
       }
+    };
+    const running = workers.map(loop);
+    // Finished when every run is done and the queue is empty, as node 1 sees it after catching up.
+    const deadline = Date.now() + DRAIN_DEADLINE_MS;
+    let progress;
+    for (;;) {
+      const [row] = await q(
+        "SELECT (SELECT COUNT(*) FROM `T.run` WHERE status = 'done') AS done, (SELECT COUNT(*) FROM `T.job`) AS jobs",
+      );
+      progress = { done: Number(row.done), jobs: Number(row.jobs) };
+      if ((progress.done >= expectedRuns && progress.jobs === 0) || Date.now() > deadline) break;
+      await sleep(250);
     }
-  };
-  const running = workers.map(loop);
-  // Finished when every run is done and the queue is empty, as node 1 sees it after catching up.
-  const deadline = Date.now() + DRAIN_DEADLINE_MS;
-  let progress;
-  for (;;) {
-    const [row] = await q("SELECT (SELECT COUNT(*) FROM `T.run` WHERE status = 'done') AS done, (SELECT COUNT(*) FROM `T.job`) AS jobs");
-    progress = { done: Number(row.done), jobs: Number(row.jobs) };
-    if ((progress.done >= expectedRuns && progress.jobs === 0) || Date.now() > deadline) break;
-    await sleep(250);
-  }
-  stop = true;
-  await Promise.all(running);
-  const drainMs = performance.now() - t0;
+    stop = true;
+    await Promise.all(running);
+    const drainMs = performance.now() - t0;
 
-  // ---- accounting --------------------------------------------------------------------------------
-  const sums = await cluster.checksum(db.name, TABLES);
-  const status1 = await cluster.status(CONFLICT_STATUS);
-  const certFailures = sumStatus(status1, 'wsrep_local_cert_failures') - sumStatus(status0, 'wsrep_local_cert_failures');
-  const bfAborts = sumStatus(status1, 'wsrep_local_bf_aborts') - sumStatus(status0, 'wsrep_local_bf_aborts');
-  const retries = workers.reduce((n, wk) => n + wk.sql.stats().deadlockRetries, 0);
+    // ---- accounting --------------------------------------------------------------------------------
+    const sums = await cluster.checksum(db.name, TABLES);
+    const status1 = await cluster.status(CONFLICT_STATUS);
+    const certFailures =
+      sumStatus(status1, 'wsrep_local_cert_failures') - sumStatus(status0, 'wsrep_local_cert_failures');
+    const bfAborts = sumStatus(status1, 'wsrep_local_bf_aborts') - sumStatus(status0, 'wsrep_local_bf_aborts');
+    const retries = workers.reduce((n, wk) => n + wk.sql.stats().deadlockRetries, 0);
 
-  const rows = await q('SELECT id, name, status, output, parent_run_id AS parent FROM `T.run`');
-  const runs = new Map(rows.map((r) => [r.id, r]));
-  const stepCounts = new Map((await q('SELECT run_id, COUNT(*) AS n FROM `T.step` GROUP BY run_id')).map((r) => [r.run_id, Number(r.n)]));
-  const timers = new Map((await q('SELECT run_id, fire_at FROM `T.timer`')).map((r) => [r.run_id, Number(r.fire_at)]));
-  const [{ jobs }] = await q('SELECT COUNT(*) AS jobs FROM `T.job`');
+    const rows = await q('SELECT id, name, status, output, parent_run_id AS parent FROM `T.run`');
+    const runs = new Map(rows.map((r) => [r.id, r]));
+    const stepCounts = new Map(
+      (await q('SELECT run_id, COUNT(*) AS n FROM `T.step` GROUP BY run_id')).map((r) => [r.run_id, Number(r.n)]),
+    );
+    const timers = new Map(
+      (await q('SELECT run_id, fire_at FROM `T.timer`')).map((r) => [r.run_id, Number(r.fire_at)]),
+    );
+    const [{ jobs }] = await q('SELECT COUNT(*) AS jobs FROM `T.job`');
 
-  const notDone = rows.filter((r) => r.status !== 'done').map((r) => `${r.name} ${r.id}: ${r.status}`);
-  const doubleLeases = [];
-  for (const [id, list] of leasesOf) {
-    for (let k = 1; k < list.length; k++) {
-      const live = list.slice(0, k).filter((l) => l.expiresAt > list[k].at);
-      if (live.length) doubleLeases.push(`${runs.get(id)?.name} ${id} by ${live.map((l) => l.worker).join('+')}+${list[k].worker}`);
+    const notDone = rows.filter((r) => r.status !== 'done').map((r) => `${r.name} ${r.id}: ${r.status}`);
+    const doubleLeases = [];
+    for (const [id, list] of leasesOf) {
+      for (let k = 1; k < list.length; k++) {
+        const live = list.slice(0, k).filter((l) => l.expiresAt > list[k].at);
+        if (live.length)
+          doubleLeases.push(`${runs.get(id)?.name} ${id} by ${live.map((l) => l.worker).join('+')}+${list[k].worker}`);
+      }
     }
-  }
-  const doneTwice = [...doneBy].filter(([, l]) => l.length > 1).map(([id, l]) => `${runs.get(id)?.name} ${id} by ${l.map((d) => d.worker).join('+')}`);
-  const wrongOutput = [...doneBy].filter(([id, l]) => l.length === 1 && JSON.parse(runs.get(id)?.output ?? 'null')?.token !== l[0].token).map(([id]) => id);
-  const neverDone = rows.filter((r) => !doneBy.has(r.id)).map((r) => `${r.name} ${r.id}`);
-  const badSteps = rows.filter((r) => stepCounts.get(r.id) !== 3).map((r) => `${r.name} ${r.id}: ${stepCounts.get(r.id) ?? 0} steps`);
-  const strayStepRuns = [...stepCounts.keys()].filter((id) => !runs.has(id));
-  // Outboxes: each step (or terminal write) that is stored must have brought its rows along.
-  const missingOutbox = [];
-  for (const id of parents) {
-    const child = runs.get(childOf(id));
-    if (stepCounts.get(id) >= 2 && (!child || child.parent !== id || child.status !== 'done')) missingOutbox.push(`parent ${id}: child ${child ? child.status : 'missing'}`);
-    if (runs.get(id)?.status === 'done' && timers.get(id) === undefined) missingOutbox.push(`parent ${id}: terminal timer missing`);
-  }
-  for (const f of fanouts) {
-    if (!stepCounts.get(f.id)) continue;
-    if (runs.get(f.side)?.status !== 'done') missingOutbox.push(`fanout ${f.id}: side run ${runs.get(f.side)?.status ?? 'missing'}`);
-    if (timers.get(f.id) !== FAR + f.i) missingOutbox.push(`fanout ${f.id}: timer ${timers.get(f.id) ?? 'missing'}`);
-  }
-  const sumText = sums.map((s) => `${s.node} ${TABLES.map((tb) => s.sums[tb]).join(',')}`).join(' | ');
-  const differing = TABLES.filter((tb) => new Set(sums.map((s) => s.sums[tb])).size !== 1);
+    const doneTwice = [...doneBy]
+      .filter(([, l]) => l.length > 1)
+      .map(([id, l]) => `${runs.get(id)?.name} ${id} by ${l.map((d) => d.worker).join('+')}`);
+    const wrongOutput = [...doneBy]
+      .filter(([id, l]) => l.length === 1 && JSON.parse(runs.get(id)?.output ?? 'null')?.token !== l[0].token)
+      .map(([id]) => id);
+    const neverDone = rows.filter((r) => !doneBy.has(r.id)).map((r) => `${r.name} ${r.id}`);
+    const badSteps = rows
+      .filter((r) => stepCounts.get(r.id) !== 3)
+      .map((r) => `${r.name} ${r.id}: ${stepCounts.get(r.id) ?? 0} steps`);
+    const strayStepRuns = [...stepCounts.keys()].filter((id) => !runs.has(id));
+    // Outboxes: each step (or terminal write) that is stored must have brought its rows along.
+    const missingOutbox = [];
+    for (const id of parents) {
+      const child = runs.get(childOf(id));
+      if (stepCounts.get(id) >= 2 && (!child || child.parent !== id || child.status !== 'done'))
+        missingOutbox.push(`parent ${id}: child ${child ? child.status : 'missing'}`);
+      if (runs.get(id)?.status === 'done' && timers.get(id) === undefined)
+        missingOutbox.push(`parent ${id}: terminal timer missing`);
+    }
+    for (const f of fanouts) {
+      if (!stepCounts.get(f.id)) continue;
+      if (runs.get(f.side)?.status !== 'done')
+        missingOutbox.push(`fanout ${f.id}: side run ${runs.get(f.side)?.status ?? 'missing'}`);
+      if (timers.get(f.id) !== FAR + f.i) missingOutbox.push(`fanout ${f.id}: timer ${timers.get(f.id) ?? 'missing'}`);
+    }
+    const sumText = sums.map((s) => `${s.node} ${TABLES.map((tb) => s.sums[tb]).join(',')}`).join(' | ');
+    const differing = TABLES.filter((tb) => new Set(sums.map((s) => s.sums[tb])).size !== 1);
 
-  const perNode = cluster.nodes.map((n) => `${n.name}:${workers.filter((wk) => wk.name.startsWith(`${n.name}w`)).reduce((x, wk) => x + wk.driven, 0)}`).join(' ');
-  const summary = `galera drain: ${MAIN} main runs + ${parents.length} children + ${sides.length} side runs, 3 nodes × ` +
-    `${WORKERS_PER_NODE} workers, limit ${LIMIT}, lease ${LEASE_MS / 1000} s; done per node ${perNode}; ` +
-    `leased twice ${doubleLeases.length}, done twice ${doneTwice.length}, not done ${notDone.length}, wrong steps ${badSteps.length}, outbox rows missing ${missingOutbox.length}; ` +
-    `certification conflicts: ${certFailures} cert failures + ${bfAborts} BF aborts on the servers, ${retries} retried inside the package; ` +
-    `errors that reached the caller ${errors.length}; checksums ${differing.length ? `DIFFER in ${differing.join(', ')}` : 'identical on every node'}; ` +
-    `drain ${Math.round(drainMs)} ms (${Math.round((expectedRuns / drainMs) * 1000)} runs/s); cluster start-up ${cluster.startupMs} ms (install-db ${cluster.phases.installDbMs}, bootstrap ${cluster.phases.bootstrapMs}, ` +
-    `2 joins by SST ${cluster.phases.joinMs})`;
-  t.diagnostic(summary);
-  if (errors.length) {
-    const by = {};
-    for (const e of errors) by[e.where] = (by[e.where] || 0) + 1;
-    t.diagnostic(`errors by call: ${JSON.stringify(by)}; first: ${errors.slice(0, 3).map((e) => `${e.worker} ${e.where}${e.runId ? ` ${e.runId}` : ''}: ${e.message}`).join(' | ')}`);
-  }
-  if (differing.length) t.diagnostic(`checksums: ${sumText}`);
+    const perNode = cluster.nodes
+      .map(
+        (n) =>
+          `${n.name}:${workers.filter((wk) => wk.name.startsWith(`${n.name}w`)).reduce((x, wk) => x + wk.driven, 0)}`,
+      )
+      .join(' ');
+    const summary =
+      `galera drain: ${MAIN} main runs + ${parents.length} children + ${sides.length} side runs, 3 nodes × ` +
+      `${WORKERS_PER_NODE} workers, limit ${LIMIT}, lease ${LEASE_MS / 1000} s; done per node ${perNode}; ` +
+      `leased twice ${doubleLeases.length}, done twice ${doneTwice.length}, not done ${notDone.length}, wrong steps ${badSteps.length}, outbox rows missing ${missingOutbox.length}; ` +
+      `certification conflicts: ${certFailures} cert failures + ${bfAborts} BF aborts on the servers, ${retries} retried inside the package; ` +
+      `errors that reached the caller ${errors.length}; checksums ${differing.length ? `DIFFER in ${differing.join(', ')}` : 'identical on every node'}; ` +
+      `drain ${Math.round(drainMs)} ms (${Math.round((expectedRuns / drainMs) * 1000)} runs/s); cluster start-up ${cluster.startupMs} ms (install-db ${cluster.phases.installDbMs}, bootstrap ${cluster.phases.bootstrapMs}, ` +
+      `2 joins by SST ${cluster.phases.joinMs})`;
+    t.diagnostic(summary);
+    if (errors.length) {
+      const by = {};
+      for (const e of errors) by[e.where] = (by[e.where] || 0) + 1;
+      t.diagnostic(
+        `errors by call: ${JSON.stringify(by)}; first: ${errors
+          .slice(0, 3)
+          .map((e) => `${e.worker} ${e.where}${e.runId ? ` ${e.runId}` : ''}: ${e.message}`)
+          .join(' | ')}`,
+      );
+    }
+    if (differing.length) t.diagnostic(`checksums: ${sumText}`);
 
-  assert.equal(rows.length, expectedRuns, `every run exists, no other (${summary})`);
-  assert.deepEqual(doubleLeases.slice(0, 20), [], `no run leased twice (${summary})`);
-  assert.deepEqual(doneTwice.slice(0, 20), [], `no run done twice (${summary})`);
-  assert.deepEqual(notDone.slice(0, 20), [], 'every run done');
-  assert.deepEqual(neverDone.slice(0, 20), [], 'every stored done came from an acknowledged terminal write');
-  assert.deepEqual(wrongOutput.slice(0, 20), [], 'the stored output is the acknowledged write\'s');
-  assert.deepEqual(badSteps.slice(0, 20), [], 'exactly 3 step rows per run');
-  assert.deepEqual(strayStepRuns, [], 'no step rows without a run');
-  assert.deepEqual(missingOutbox.slice(0, 20), [], 'every outbox complete');
-  assert.equal(timers.size, parents.length + fanouts.length, 'no timer rows besides the outboxes\'');
-  assert.equal(Number(jobs), 0, 'every job acked');
-  assert.deepEqual(differing, [], `identical CHECKSUM TABLE on every node (${sumText})`);
-});
+    assert.equal(rows.length, expectedRuns, `every run exists, no other (${summary})`);
+    assert.deepEqual(doubleLeases.slice(0, 20), [], `no run leased twice (${summary})`);
+    assert.deepEqual(doneTwice.slice(0, 20), [], `no run done twice (${summary})`);
+    assert.deepEqual(notDone.slice(0, 20), [], 'every run done');
+    assert.deepEqual(neverDone.slice(0, 20), [], 'every stored done came from an acknowledged terminal write');
+    assert.deepEqual(wrongOutput.slice(0, 20), [], "the stored output is the acknowledged write's");
+    assert.deepEqual(badSteps.slice(0, 20), [], 'exactly 3 step rows per run');
+    assert.deepEqual(strayStepRuns, [], 'no step rows without a run');
+    assert.deepEqual(missingOutbox.slice(0, 20), [], 'every outbox complete');
+    assert.equal(timers.size, parents.length + fanouts.length, "no timer rows besides the outboxes'");
+    assert.equal(Number(jobs), 0, 'every job acked');
+    assert.deepEqual(differing, [], `identical CHECKSUM TABLE on every node (${sumText})`);
+  },
+);

@@ -66,7 +66,9 @@ function admin() {
     const p = mysql.createConnection(connectionOptions(serverUrl())).then(
       (conn) => {
         // Forget it if the server drops it (e.g. a restart test).
-        const forget = () => { if (adminConn === p) adminConn = null; };
+        const forget = () => {
+          if (adminConn === p) adminConn = null;
+        };
         conn.on('error', forget);
         conn.connection.stream?.once?.('close', forget);
         return conn;
@@ -126,7 +128,11 @@ export async function closeAdmin() {
 
 /** A fresh database name: `${label}_${random}` with only [a-z0-9_]. */
 export function uniqueName(label = 't') {
-  const clean = String(label).toLowerCase().replace(/[^a-z0-9_]+/g, '_').slice(0, 40) || 't';
+  const clean =
+    String(label)
+      .toLowerCase()
+      .replace(/[^a-z0-9_]+/g, '_')
+      .slice(0, 40) || 't';
   const rnd = crypto.randomBytes(8).toString('hex').slice(0, 12);
   return `${clean}_${rnd}`;
 }
@@ -141,9 +147,7 @@ export function uniqueName(label = 't') {
  */
 export async function freshDatabase(label = 't') {
   const database = uniqueName(label);
-  await adminQuery(
-    `CREATE DATABASE \`${database}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci`,
-  );
+  await adminQuery(`CREATE DATABASE \`${database}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci`);
   let dropped = false;
   return {
     url: urlWithDatabase(serverUrl(), database),

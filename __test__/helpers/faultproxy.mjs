@@ -79,7 +79,9 @@ export async function startFaultProxy({ port, host = '127.0.0.1' } = {}) {
     conns.add(c);
     client.setNoDelay(true);
     upstream.setNoDelay(true);
-    upstream.once('connect', () => { c.upstreamPort = upstream.localPort; });
+    upstream.once('connect', () => {
+      c.upstreamPort = upstream.localPort;
+    });
     client.on('error', () => {});
     upstream.on('error', () => {});
 
@@ -194,7 +196,14 @@ export async function startFaultProxy({ port, host = '127.0.0.1' } = {}) {
       const at = arms.findIndex((a) => (typeof a.match === 'function' ? a.match(text) : a.match.test(text)));
       if (at >= 0) {
         arm = arms.splice(at, 1)[0];
-        arm.fire({ kind: arm.kind, connId: c.id, threadId: c.threadId, upstreamPort: c.upstreamPort, text: text.slice(0, 200), bytes: bytes.length });
+        arm.fire({
+          kind: arm.kind,
+          connId: c.id,
+          threadId: c.threadId,
+          upstreamPort: c.upstreamPort,
+          text: text.slice(0, 200),
+          bytes: bytes.length,
+        });
       }
     }
     if (!arm) {
@@ -271,12 +280,15 @@ export async function startFaultProxy({ port, host = '127.0.0.1' } = {}) {
      * `fired` resolves with that info.
      */
     arm({ match, kind, delayMs = 100, cutBytes, cutAt = 0.5 } = {}) {
-      if (!(match instanceof RegExp) && typeof match !== 'function') throw new TypeError('arm: match must be a RegExp or a function');
+      if (!(match instanceof RegExp) && typeof match !== 'function')
+        throw new TypeError('arm: match must be a RegExp or a function');
       if (!KINDS.has(kind)) throw new TypeError(`arm: unknown kind ${JSON.stringify(kind)}`);
       let resolveFired;
       const handle = {
         hit: null,
-        fired: new Promise((r) => { resolveFired = r; }),
+        fired: new Promise((r) => {
+          resolveFired = r;
+        }),
         cancel() {
           const i = arms.indexOf(entry);
           if (i >= 0) arms.splice(i, 1);

@@ -85,7 +85,8 @@ export function galeraUnavailable() {
   if (!which('rsync')) missing.push('rsync (apt-get install rsync)');
   if (!which('my_print_defaults')) missing.push('my_print_defaults (apt-get install mariadb-client)');
   if (!which('ss') && !which('lsof') && !which('sockstat')) missing.push('ss or lsof (apt-get install iproute2)');
-  if (runUser() === undefined) missing.push(`user '${process.env.GALERA_USER || 'mysql'}' to run the servers as (we are root)`);
+  if (runUser() === undefined)
+    missing.push(`user '${process.env.GALERA_USER || 'mysql'}' to run the servers as (we are root)`);
   return missing.length ? `Galera cannot run here, missing: ${missing.join(', ')}` : null;
 }
 
@@ -152,7 +153,9 @@ function runUser() {
   if (!isRoot()) return null;
   const name = process.env.GALERA_USER || 'mysql';
   let passwd = '';
-  try { passwd = fs.readFileSync('/etc/passwd', 'utf8'); } catch {}
+  try {
+    passwd = fs.readFileSync('/etc/passwd', 'utf8');
+  } catch {}
   for (const line of passwd.split('\n')) {
     const [user, , uid, gid] = line.split(':');
     if (user === name) return { name, uid: Number(uid), gid: Number(gid) };
@@ -278,28 +281,48 @@ function running(n) {
 /** SIGKILL a node's process group (mariadbd, and an SST script with its rsync daemon). */
 function killNode(n) {
   if (!n.proc) return;
-  try { process.kill(-n.proc.pid, 'SIGKILL'); } catch {}
-  try { process.kill(n.proc.pid, 'SIGKILL'); } catch {}
+  try {
+    process.kill(-n.proc.pid, 'SIGKILL');
+  } catch {}
+  try {
+    process.kill(n.proc.pid, 'SIGKILL');
+  } catch {}
 }
 
 function killClusterSync(c) {
   live.delete(c);
   for (const n of c.nodes) {
-    if (n.conn) try { n.conn.destroy(); } catch {}
+    if (n.conn)
+      try {
+        n.conn.destroy();
+      } catch {}
     n.conn = null;
     killNode(n);
   }
-  if (c.watchdog) try { process.kill(c.watchdog.pid, 'SIGKILL'); } catch {}
+  if (c.watchdog)
+    try {
+      process.kill(c.watchdog.pid, 'SIGKILL');
+    } catch {}
   // GALERA_KEEP=1 leaves the directories (error logs, my.cnf) behind for a post-mortem.
   if (process.env.GALERA_KEEP === '1') return;
-  try { fs.rmSync(c.dir, { recursive: true, force: true }); } catch {}
+  try {
+    fs.rmSync(c.dir, { recursive: true, force: true });
+  } catch {}
 }
 
 /** Resolves true when `promise` settles within `ms`, else false; leaves no timer behind. */
 function within(promise, ms) {
   let timer;
-  const timeout = new Promise((r) => { timer = setTimeout(() => r(false), ms); });
-  return Promise.race([promise.then(() => true, () => true), timeout]).finally(() => clearTimeout(timer));
+  const timeout = new Promise((r) => {
+    timer = setTimeout(() => r(false), ms);
+  });
+  return Promise.race([
+    promise.then(
+      () => true,
+      () => true,
+    ),
+    timeout,
+  ]).finally(() => clearTimeout(timer));
 }
 
 function initDatadir(n, bins, user) {
@@ -334,9 +357,13 @@ function connectNode(n, timeoutMs = 2000) {
 }
 
 function failure(n, why) {
-  const err = new Error(`Galera node ${n.name} (port ${n.port}): ${why}\n--- ${n.errLog} ---\n${readTail(n.errLog)}` +
-    (n.stderr ? `\n--- stderr ---\n${n.stderr}` : ''));
-  err.portInUse = /address already in use|bind on tcp\/ip port|failed to bind|Can't start server: Bind/i.test(readTail(n.errLog) + n.stderr);
+  const err = new Error(
+    `Galera node ${n.name} (port ${n.port}): ${why}\n--- ${n.errLog} ---\n${readTail(n.errLog)}` +
+      (n.stderr ? `\n--- stderr ---\n${n.stderr}` : ''),
+  );
+  err.portInUse = /address already in use|bind on tcp\/ip port|failed to bind|Can't start server: Bind/i.test(
+    readTail(n.errLog) + n.stderr,
+  );
   return err;
 }
 
@@ -352,14 +379,20 @@ async function launch(c, n, bins, { bootstrap = false } = {}) {
     env: { ...process.env, PATH: `${process.env.PATH || ''}:/usr/bin:/usr/sbin:/bin` },
   });
   n.stderr = '';
-  proc.stderr.on('data', (d) => { n.stderr = (n.stderr + d).slice(-4000); });
+  proc.stderr.on('data', (d) => {
+    n.stderr = (n.stderr + d).slice(-4000);
+  });
   proc.unref();
   proc.stderr.unref?.();
   n.proc = proc;
   n.exited = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
   let exitedEarly = null;
-  n.exited.then((x) => { exitedEarly = x; });
-  proc.once('error', (e) => { exitedEarly = { error: e }; });
+  n.exited.then((x) => {
+    exitedEarly = x;
+  });
+  proc.once('error', (e) => {
+    exitedEarly = { error: e };
+  });
   fs.writeFileSync(path.join(n.dir, 'server.pid'), String(proc.pid ?? ''));
 
   const deadline = Date.now() + READY_TIMEOUT_MS;
@@ -378,9 +411,12 @@ async function launch(c, n, bins, { bootstrap = false } = {}) {
     killNode(n);
     await within(n.exited, 5000);
   }
-  throw failure(n, exitedEarly
-    ? `mariadbd exited early (${exitedEarly.error ? exitedEarly.error.message : `code ${exitedEarly.code}, signal ${exitedEarly.signal}`})`
-    : `mariadbd did not accept connections within ${READY_TIMEOUT_MS / 1000}s (last error: ${lastErr && lastErr.message})`);
+  throw failure(
+    n,
+    exitedEarly
+      ? `mariadbd exited early (${exitedEarly.error ? exitedEarly.error.message : `code ${exitedEarly.code}, signal ${exitedEarly.signal}`})`
+      : `mariadbd did not accept connections within ${READY_TIMEOUT_MS / 1000}s (last error: ${lastErr && lastErr.message})`,
+  );
 }
 
 async function nodeQuery(n, sql, params) {
@@ -388,7 +424,9 @@ async function nodeQuery(n, sql, params) {
     const conn = await connectNode(n, 5000);
     // An idle admin connection must not keep the test process alive.
     conn.connection.stream?.unref?.();
-    conn.on('error', () => { if (n.conn === conn) n.conn = null; });
+    conn.on('error', () => {
+      if (n.conn === conn) n.conn = null;
+    });
     n.conn = conn;
   }
   const conn = n.conn;
@@ -418,9 +456,20 @@ async function waitSynced(c, size, timeoutMs = SYNC_TIMEOUT_MS) {
   const deadline = Date.now() + timeoutMs;
   let last = [];
   while (Date.now() < deadline) {
-    last = await Promise.all(c.nodes.map((n) => statusOf(n, ['wsrep_local_state_comment', 'wsrep_cluster_size', 'wsrep_ready'])
-      .catch((e) => ({ error: e.message }))));
-    if (last.every((s) => s.wsrep_local_state_comment === 'Synced' && Number(s.wsrep_cluster_size) === size && s.wsrep_ready === 'ON')) return;
+    last = await Promise.all(
+      c.nodes.map((n) =>
+        statusOf(n, ['wsrep_local_state_comment', 'wsrep_cluster_size', 'wsrep_ready']).catch((e) => ({
+          error: e.message,
+        })),
+      ),
+    );
+    if (
+      last.every(
+        (s) =>
+          s.wsrep_local_state_comment === 'Synced' && Number(s.wsrep_cluster_size) === size && s.wsrep_ready === 'ON',
+      )
+    )
+      return;
     await sleep(100);
   }
   const states = c.nodes.map((n, k) => `${n.name}: ${JSON.stringify(last[k])}`).join('; ');
@@ -466,7 +515,10 @@ async function startOnce(size, extraOptions, bins) {
   live.add(c);
   const phases = {};
   try {
-    c.watchdog = spawn(process.execPath, ['-e', WATCHDOG_SRC, String(process.pid), dir], { detached: true, stdio: 'ignore' });
+    c.watchdog = spawn(process.execPath, ['-e', WATCHDOG_SRC, String(process.pid), dir], {
+      detached: true,
+      stdio: 'ignore',
+    });
     c.watchdog.unref();
 
     const ports = await freePorts(4 * size);
@@ -517,8 +569,12 @@ async function startOnce(size, extraOptions, bins) {
         await launch(c, n, bins);
       } catch (e) {
         // A failed SST is usually explained on the donor's side.
-        e.message += '\n' + c.nodes.filter((m) => m !== n && m.proc)
-          .map((m) => `--- ${m.name} ${m.errLog} ---\n${readTail(m.errLog, 4000)}`).join('\n');
+        e.message +=
+          '\n' +
+          c.nodes
+            .filter((m) => m !== n && m.proc)
+            .map((m) => `--- ${m.name} ${m.errLog} ---\n${readTail(m.errLog, 4000)}`)
+            .join('\n');
         throw e;
       }
     }
@@ -546,7 +602,9 @@ async function startOnce(size, extraOptions, bins) {
       dir: n.dir,
       datadir: n.datadir,
       errLog: n.errLog,
-      get pid() { return n.proc && n.proc.pid; },
+      get pid() {
+        return n.proc && n.proc.pid;
+      },
       /** Rows of `sql` on this node (one cached mysql2 connection per node, multi-statements on). */
       query: (sql, params) => nodeQuery(n, sql, params),
       /**
@@ -554,7 +612,11 @@ async function startOnce(size, extraOptions, bins) {
        * before it was sent (wsrep_sync_wait = 1 for this statement only): a read that cannot lag.
        */
       async queryCausal(sql, params) {
-        const sets = await nodeQuery(n, `SET SESSION wsrep_sync_wait = 1; ${sql}; SET SESSION wsrep_sync_wait = 0`, params);
+        const sets = await nodeQuery(
+          n,
+          `SET SESSION wsrep_sync_wait = 1; ${sql}; SET SESSION wsrep_sync_wait = 0`,
+          params,
+        );
         return sets[1];
       },
     })),
@@ -570,9 +632,16 @@ async function startOnce(size, extraOptions, bins) {
       const deadline = Date.now() + timeoutMs;
       let last = [];
       while (Date.now() < deadline) {
-        last = await Promise.all(c.nodes.map((n) => statusOf(n, ['wsrep_last_committed', 'wsrep_local_state_comment', 'wsrep_local_recv_queue'])));
+        last = await Promise.all(
+          c.nodes.map((n) =>
+            statusOf(n, ['wsrep_last_committed', 'wsrep_local_state_comment', 'wsrep_local_recv_queue']),
+          ),
+        );
         const seqnos = new Set(last.map((s) => s.wsrep_last_committed));
-        if (seqnos.size === 1 && last.every((s) => s.wsrep_local_state_comment === 'Synced' && Number(s.wsrep_local_recv_queue) === 0)) {
+        if (
+          seqnos.size === 1 &&
+          last.every((s) => s.wsrep_local_state_comment === 'Synced' && Number(s.wsrep_local_recv_queue) === 0)
+        ) {
           return Number(last[0].wsrep_last_committed);
         }
         await sleep(50);
@@ -587,12 +656,15 @@ async function startOnce(size, extraOptions, bins) {
     async checksum(database, tables) {
       await handle.waitForSync();
       const list = tables.map((tb) => `\`${database}\`.\`${tb}\``).join(', ');
-      return Promise.all(c.nodes.map(async (n) => {
-        const rows = await nodeQuery(n, `CHECKSUM TABLE ${list}`);
-        const sums = {};
-        for (const r of rows) sums[r.Table.slice(database.length + 1)] = r.Checksum === null ? null : String(r.Checksum);
-        return { node: n.name, sums };
-      }));
+      return Promise.all(
+        c.nodes.map(async (n) => {
+          const rows = await nodeQuery(n, `CHECKSUM TABLE ${list}`);
+          const sums = {};
+          for (const r of rows)
+            sums[r.Table.slice(database.length + 1)] = r.Checksum === null ? null : String(r.Checksum);
+          return { node: n.name, sums };
+        }),
+      );
     },
 
     /**
@@ -621,11 +693,13 @@ async function startOnce(size, extraOptions, bins) {
         if (conn) await within(conn.end(), 2000).then((ok) => ok || conn.destroy());
       }
       // SIGKILL, all at once: the data is thrown away, and a graceful Galera leave costs ~5 s.
-      await Promise.all(c.nodes.map(async (n) => {
-        if (!running(n)) return;
-        killNode(n);
-        await within(n.exited, STOP_TIMEOUT_MS);
-      }));
+      await Promise.all(
+        c.nodes.map(async (n) => {
+          if (!running(n)) return;
+          killNode(n);
+          await within(n.exited, STOP_TIMEOUT_MS);
+        }),
+      );
       killClusterSync(c);
     },
   };

@@ -48,12 +48,9 @@ function which(cmd, extraDirs = []) {
 const SBIN = ['/usr/sbin', '/usr/local/sbin', '/usr/local/mysql/bin', '/usr/local/bin'];
 
 function findBinaries() {
-  const mariadbd =
-    process.env.MARIADBD || which('mariadbd', SBIN) || which('mysqld', SBIN);
+  const mariadbd = process.env.MARIADBD || which('mariadbd', SBIN) || which('mysqld', SBIN);
   const installDb =
-    process.env.MARIADB_INSTALL_DB ||
-    which('mariadb-install-db', SBIN) ||
-    which('mysql_install_db', SBIN);
+    process.env.MARIADB_INSTALL_DB || which('mariadb-install-db', SBIN) || which('mysql_install_db', SBIN);
   if (!mariadbd || !installDb) {
     throw new Error(
       'MariaDB server binaries not found (need `mariadbd` and `mariadb-install-db`). ' +
@@ -92,8 +89,16 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /** Resolves true when `promise` settles within `ms`, else false; leaves no timer behind. */
 function within(promise, ms) {
   let timer;
-  const timeout = new Promise((r) => { timer = setTimeout(() => r(false), ms); });
-  return Promise.race([promise.then(() => true, () => true), timeout]).finally(() => clearTimeout(timer));
+  const timeout = new Promise((r) => {
+    timer = setTimeout(() => r(false), ms);
+  });
+  return Promise.race([
+    promise.then(
+      () => true,
+      () => true,
+    ),
+    timeout,
+  ]).finally(() => clearTimeout(timer));
 }
 
 function readTail(file, max = 8000) {
@@ -111,10 +116,7 @@ function isRoot() {
 
 // Options shared by install-db (it passes unknown options to mariadbd) and the
 // server, so InnoDB does not resize its redo log on first start.
-const COMMON_OPTS = [
-  '--innodb-log-file-size=64M',
-  '--innodb-buffer-pool-size=256M',
-];
+const COMMON_OPTS = ['--innodb-log-file-size=64M', '--innodb-buffer-pool-size=256M'];
 
 function serverArgs(s) {
   return [
@@ -182,12 +184,18 @@ function installHooks() {
 function killSync(s) {
   live.delete(s);
   if (s.proc && s.proc.exitCode === null && s.proc.signalCode === null) {
-    try { process.kill(s.proc.pid, 'SIGKILL'); } catch {}
+    try {
+      process.kill(s.proc.pid, 'SIGKILL');
+    } catch {}
   }
   if (s.watchdog) {
-    try { process.kill(s.watchdog.pid, 'SIGKILL'); } catch {}
+    try {
+      process.kill(s.watchdog.pid, 'SIGKILL');
+    } catch {}
   }
-  try { fs.rmSync(s.dir, { recursive: true, force: true }); } catch {}
+  try {
+    fs.rmSync(s.dir, { recursive: true, force: true });
+  } catch {}
 }
 
 function initDatadir(s, bins) {
@@ -221,7 +229,9 @@ async function connectRoot(s) {
 
 /** Spawn mariadbd and wait (≤ 60 s) until it accepts a root connection. */
 async function launch(s, bins) {
-  try { fs.rmSync(s.errLog, { force: true }); } catch {}
+  try {
+    fs.rmSync(s.errLog, { force: true });
+  } catch {}
   const proc = spawn(bins.mariadbd, serverArgs(s), {
     // Own process group: a Ctrl-C on the terminal must not reach the server
     // before we have shut it down ourselves.
@@ -229,7 +239,9 @@ async function launch(s, bins) {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
-  proc.stderr.on('data', (d) => { stderr = (stderr + d).slice(-8000); });
+  proc.stderr.on('data', (d) => {
+    stderr = (stderr + d).slice(-8000);
+  });
   proc.unref();
   proc.stderr.unref?.();
   s.proc = proc;
@@ -240,8 +252,12 @@ async function launch(s, bins) {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   let lastErr;
   let exitedEarly = null;
-  s.exited.then((x) => { exitedEarly = x; });
-  spawnError.then((e) => { exitedEarly = { error: e }; });
+  s.exited.then((x) => {
+    exitedEarly = x;
+  });
+  spawnError.then((e) => {
+    exitedEarly = { error: e };
+  });
   while (Date.now() < deadline) {
     if (exitedEarly) break;
     try {
@@ -257,7 +273,9 @@ async function launch(s, bins) {
     ? `mariadbd exited early (${exitedEarly.error ? exitedEarly.error.message : `code ${exitedEarly.code}, signal ${exitedEarly.signal}`})`
     : `mariadbd did not accept connections within ${READY_TIMEOUT_MS / 1000}s (last error: ${lastErr && lastErr.message})`;
   if (!exitedEarly) {
-    try { process.kill(proc.pid, 'SIGKILL'); } catch {}
+    try {
+      process.kill(proc.pid, 'SIGKILL');
+    } catch {}
     await within(s.exited, 5000);
   }
   const err = new Error(
@@ -271,9 +289,13 @@ async function launch(s, bins) {
 async function halt(s, { hard = false } = {}) {
   const proc = s.proc;
   if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
-  try { process.kill(proc.pid, hard ? 'SIGKILL' : 'SIGTERM'); } catch {}
+  try {
+    process.kill(proc.pid, hard ? 'SIGKILL' : 'SIGTERM');
+  } catch {}
   if (!(await within(s.exited, STOP_TIMEOUT_MS))) {
-    try { process.kill(proc.pid, 'SIGKILL'); } catch {}
+    try {
+      process.kill(proc.pid, 'SIGKILL');
+    } catch {}
     await within(s.exited, 5000);
   }
 }
@@ -329,10 +351,7 @@ export async function startPrivateServer(opts = {}) {
 
     const conn = await connectRoot(s);
     try {
-      await conn.query(`CREATE USER IF NOT EXISTS ?@'%' IDENTIFIED BY ?`, [
-        PASSWORD_USER.user,
-        PASSWORD_USER.password,
-      ]);
+      await conn.query(`CREATE USER IF NOT EXISTS ?@'%' IDENTIFIED BY ?`, [PASSWORD_USER.user, PASSWORD_USER.password]);
       await conn.query(`GRANT ALL PRIVILEGES ON *.* TO ?@'%' WITH GRANT OPTION`, [PASSWORD_USER.user]);
     } finally {
       await conn.end();
@@ -352,7 +371,9 @@ export async function startPrivateServer(opts = {}) {
     errLog: s.errLog,
     user: PASSWORD_USER,
     startupMs: Date.now() - t0,
-    get pid() { return s.proc && s.proc.pid; },
+    get pid() {
+      return s.proc && s.proc.pid;
+    },
 
     /** Shut the server down and delete its directory. Idempotent. */
     async stop() {

@@ -7,25 +7,25 @@
 // It gives the reference the surface the tests expect of this package: mysqlPool(url) over a mysql2
 // pool (through the MariaDB test shim) with close(); applySchema / ddl / createMysqlBackend / inTx
 // taking (and ignoring) the `contract` option.
-import mysql from 'mysql2/promise'
+import mysql from 'mysql2/promise';
 
-import { loadReference, mariadbCompatPool } from '../helpers/reference.mjs'
+import { loadReference, mariadbCompatPool } from '../helpers/reference.mjs';
 
-const ref = await loadReference('3.0.0')
+const ref = await loadReference('3.0.0');
 
 /** An `Sql` over a new mysql2 pool for `url` (or over the given mysql2 pool), with `close()`. */
 export function mysqlPool(urlOrPool, opts) {
-  const pool = typeof urlOrPool === 'string' ? mysql.createPool({ uri: urlOrPool, connectionLimit: 10 }) : urlOrPool
-  const sql = ref.mysqlPool(mariadbCompatPool(pool), opts)
-  return { ...sql, close: () => pool.end() }
+  const pool = typeof urlOrPool === 'string' ? mysql.createPool({ uri: urlOrPool, connectionLimit: 10 }) : urlOrPool;
+  const sql = ref.mysqlPool(mariadbCompatPool(pool), opts);
+  return { ...sql, close: () => pool.end() };
 }
 
-export const applySchema = (sql, prefix = '', _opts) => ref.applySchema(sql, prefix)
-export const ddl = (prefix = '', _opts) => ref.ddl(prefix)
-export const createMysqlBackend = (sql, opts = {}) => ref.createMysqlBackend(sql, { prefix: opts.prefix, id: opts.id })
+export const applySchema = (sql, prefix = '', _opts) => ref.applySchema(sql, prefix);
+export const ddl = (prefix = '', _opts) => ref.ddl(prefix);
+export const createMysqlBackend = (sql, opts = {}) => ref.createMysqlBackend(sql, { prefix: opts.prefix, id: opts.id });
 /** Over a mysql2 pool as the reference's inTx; over an `Sql` (e.g. from `mysqlPool` above) in its `tx`. */
 export const inTx = (poolOrSql, fn, opts = {}) => {
-  const bopts = { prefix: opts.prefix, id: opts.id }
-  if (typeof poolOrSql.getConnection === 'function') return ref.inTx(mariadbCompatPool(poolOrSql), fn, bopts)
-  return poolOrSql.tx((tx) => fn(ref.createMysqlBackend(tx, bopts), tx))
-}
+  const bopts = { prefix: opts.prefix, id: opts.id };
+  if (typeof poolOrSql.getConnection === 'function') return ref.inTx(mariadbCompatPool(poolOrSql), fn, bopts);
+  return poolOrSql.tx((tx) => fn(ref.createMysqlBackend(tx, bopts), tx));
+};

@@ -81,7 +81,8 @@ function pathWithoutRust(shimDir) {
 function childEnv(extra) {
   const env = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (/^npm_/i.test(k) || k === 'ITERATIVEFLOW_BUILD_FROM_SOURCE' || k === 'NODE_PATH' || k === 'NODE_OPTIONS') continue;
+    if (/^npm_/i.test(k) || k === 'ITERATIVEFLOW_BUILD_FROM_SOURCE' || k === 'NODE_PATH' || k === 'NODE_OPTIONS')
+      continue;
     env[k] = v;
   }
   return { ...env, ...extra };
@@ -165,7 +166,12 @@ function releasePrepare(dir) {
   const env = childEnv({ npm_config_registry: 'http://127.0.0.1:9/', npm_config_update_notifier: 'false' });
   delete env.GITHUB_TOKEN;
   delete env.GITHUB_REPOSITORY;
-  return runOk(process.execPath, [napiCli(), ...words.slice(1)], { cwd: dir, env }, `npm run release:prepare in ${dir}`);
+  return runOk(
+    process.execPath,
+    [napiCli(), ...words.slice(1)],
+    { cwd: dir, env },
+    `npm run release:prepare in ${dir}`,
+  );
 }
 
 // ---- tests ----------------------------------------------------------------------------------
@@ -224,7 +230,7 @@ test('in the repository no platform package is an optional dependency, nor in pa
   assert.equal(lock.packages[''].optionalDependencies, undefined);
   // The publish step is wired: release:prepare adds them, prepublishOnly refuses a root without.
   assert.match(rootPkg.scripts['release:prepare'], /^napi pre-publish -t npm( |$)/);
-  assert.match(rootPkg.scripts['release:prepare'], / --skip-optional-publish( |$)/, 'publishing is the workflow\'s job');
+  assert.match(rootPkg.scripts['release:prepare'], / --skip-optional-publish( |$)/, "publishing is the workflow's job");
   assert.match(rootPkg.scripts['release:prepare'], / --no-gh-release( |$)/);
   assert.equal(rootPkg.scripts.prepublishOnly, 'node npm/copy-artifact.mjs --check-release');
   assert.equal(rootPkg.scripts.version, 'napi version');
@@ -238,7 +244,8 @@ test('package.json carries the metadata a registry user expects', () => {
   assert.equal(rootPkg.license, 'MIT');
   assert.equal(typeof rootPkg.author, 'string');
   assert.ok(Array.isArray(rootPkg.keywords) && rootPkg.keywords.length >= 5, 'keywords');
-  for (const k of ['iterativeflow', 'mysql', 'mariadb', 'napi-rs']) assert.ok(rootPkg.keywords.includes(k), `keyword ${k}`);
+  for (const k of ['iterativeflow', 'mysql', 'mariadb', 'napi-rs'])
+    assert.ok(rootPkg.keywords.includes(k), `keyword ${k}`);
   assert.match(rootPkg.engines.node, /^>= ?\d+/);
   assert.deepEqual(rootPkg.exports, {
     '.': { types: './index.d.ts', default: './index.js' },
@@ -261,13 +268,16 @@ test('npm run release:prepare (napi pre-publish -t npm) adds every platform pack
       platformTriples({ root: dir }).map((t) => fs.readFileSync(path.join(dir, 'npm', t, 'package.json'), 'utf8'));
     const before = manifest();
     const platformBefore = platformManifests();
-    const prepublishOnly = () =>
-      run('sh', ['-c', before.scripts.prepublishOnly], { cwd: dir, env: childEnv() });
+    const prepublishOnly = () => run('sh', ['-c', before.scripts.prepublishOnly], { cwd: dir, env: childEnv() });
 
     // Before: the repository state; publishing the root is refused.
     assert.deepEqual(checkManifests({ root: dir }), []);
     const refused = prepublishOnly();
-    assert.equal(refused.status, 1, `prepublishOnly let an unprepared root through:\n${refused.stdout}${refused.stderr}`);
+    assert.equal(
+      refused.status,
+      1,
+      `prepublishOnly let an unprepared root through:\n${refused.stdout}${refused.stderr}`,
+    );
     assert.match(refused.stderr, /optionalDependencies\["iterativeflow-mysql-native-linux-x64-gnu"\] is undefined/);
     assert.match(refused.stderr, /not ready to publish/);
 
@@ -308,7 +318,16 @@ test('npm pack of the root lists only what users need', () => {
     .filter((f) => f.endsWith('.js'))
     .map((f) => `lib/${f}`);
   const bins = Object.values(rootPkg.bin || {}).map((b) => path.posix.normalize(b));
-  const required = ['index.js', 'index.d.ts', 'v3.js', 'v3.d.ts', 'package.json', 'scripts/install.js', ...libJs, ...bins];
+  const required = [
+    'index.js',
+    'index.d.ts',
+    'v3.js',
+    'v3.d.ts',
+    'package.json',
+    'scripts/install.js',
+    ...libJs,
+    ...bins,
+  ];
   // docs/contract.md goes along: README links to it.
   const optional = ['README.md', 'CHANGELOG.md', 'LICENSE', 'LICENSE.md', 'LICENSE.txt', 'docs/contract.md'];
   for (const f of required) assert.ok(files.includes(f), `${f} is missing from the tarball`);

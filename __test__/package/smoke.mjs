@@ -31,7 +31,10 @@ check(`platform triple is ${expected ?? platform.triple}`, () => {
 check(`loads ${platform.localBinary} from the repository root`, () => {
   require(path.join(root, 'index.js'));
   const native = Object.keys(require.cache).filter((k) => k.endsWith('.node'));
-  assert.deepEqual(native.map((k) => path.basename(k)), [platform.localBinary]);
+  assert.deepEqual(
+    native.map((k) => path.basename(k)),
+    [platform.localBinary],
+  );
 });
 
 check('ddl() comes from Rust, for both contracts', () => {
@@ -42,14 +45,23 @@ check('ddl() comes from Rust, for both contracts', () => {
   for (const s of a) assert.match(s, /^CREATE TABLE IF NOT EXISTS /);
   const b = v3.ddl('smoke_');
   assert.ok(b.length > a.length, `3.0 DDL has ${b.length} statements`);
-  assert.ok(b.some((s) => s.includes('`smoke_run`')), 'the prefix reaches the statements');
+  assert.ok(
+    b.some((s) => s.includes('`smoke_run`')),
+    'the prefix reaches the statements',
+  );
   assert.equal(main.tables('x_').run, '`x_run`');
 });
 
 check('bad arguments throw a TypeError with kind "argument", synchronously', () => {
   const { mysqlPool } = require(path.join(root, 'index.js'));
-  assert.throws(() => mysqlPool('postgres://nope'), (e) => e instanceof TypeError && e.kind === 'argument');
-  assert.throws(() => mysqlPool({ connectionLimit: -1 }), (e) => e.kind === 'argument');
+  assert.throws(
+    () => mysqlPool('postgres://nope'),
+    (e) => e instanceof TypeError && e.kind === 'argument',
+  );
+  assert.throws(
+    () => mysqlPool({ connectionLimit: -1 }),
+    (e) => e.kind === 'argument',
+  );
 });
 
 check('a query to a closed port rejects with a connection error (async runtime)', async () => {

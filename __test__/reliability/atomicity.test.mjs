@@ -37,7 +37,10 @@ const T = Date.parse('2030-01-01T00:00:00Z');
 let proxy;
 before(async () => {
   const u = new URL(serverUrl());
-  proxy = await startFaultProxy({ host: u.hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1', port: Number(u.port) || 3306 });
+  proxy = await startFaultProxy({
+    host: u.hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1',
+    port: Number(u.port) || 3306,
+  });
 });
 after(async () => {
   if (proxy) await proxy.close();
@@ -71,7 +74,12 @@ async function openEnv(label, params = {}) {
   const viaProxy = new URL(db.url);
   viaProxy.hostname = '127.0.0.1';
   viaProxy.port = String(proxy.port);
-  const url = withParams(viaProxy.toString(), { connectionLimit: 2, acquireTimeoutMs: 3000, queryTimeoutMs: QUERY_TIMEOUT_MS, ...params });
+  const url = withParams(viaProxy.toString(), {
+    connectionLimit: 2,
+    acquireTimeoutMs: 3000,
+    queryTimeoutMs: QUERY_TIMEOUT_MS,
+    ...params,
+  });
   const sql = mysqlPool(url);
   await applySchema(sql);
   const u = new URL(db.url);
@@ -108,14 +116,17 @@ async function openEnv(label, params = {}) {
  * Returns the ms it took.
  */
 async function waitSessionGone(q, hit) {
-  const [where, arg] = hit.threadId !== null ? ['ID = ?', hit.threadId] : ["HOST LIKE CONCAT('%:', ?)", hit.upstreamPort];
+  const [where, arg] =
+    hit.threadId !== null ? ['ID = ?', hit.threadId] : ["HOST LIKE CONCAT('%:', ?)", hit.upstreamPort];
   const t0 = performance.now();
   while (performance.now() - t0 < SESSION_GONE_MS) {
     const [{ n }] = await q(`SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE ${where}`, [arg]);
     if (Number(n) === 0) return performance.now() - t0;
     await sleep(5);
   }
-  throw new Error(`server session ${hit.threadId ?? `from port ${hit.upstreamPort}`} still there after ${SESSION_GONE_MS} ms`);
+  throw new Error(
+    `server session ${hit.threadId ?? `from port ${hit.upstreamPort}`} still there after ${SESSION_GONE_MS} ms`,
+  );
 }
 
 /** `parts` maps each effect of the unit to true (applied) / false (not applied) / anything else (odd). */
@@ -153,7 +164,19 @@ const units = [
       return b.store.checkpointStep(
         { runId: ctx.parent, cursorKey: 's0', status: 'ok', result: { k: ctx.k }, attempts: 1 },
         {
-          spawn: [{ runId: ctx.child, spec: { name: 'child', version: 1, input: { k: ctx.k }, parentRunId: ctx.parent, parentCursorKey: 's0', depth: 1 } }],
+          spawn: [
+            {
+              runId: ctx.child,
+              spec: {
+                name: 'child',
+                version: 1,
+                input: { k: ctx.k },
+                parentRunId: ctx.parent,
+                parentCursorKey: 's0',
+                depth: 1,
+              },
+            },
+          ],
           enqueue: [{ runId: ctx.parent }],
           timers: [{ runId: ctx.parent, fireAt: new Date(T + ctx.k) }],
           consumeSignals: ctx.sigs,
@@ -200,7 +223,11 @@ const units = [
       return ctx;
     },
     call({ b }, ctx) {
-      return b.store.markTerminal(ctx.child, { status: 'done', output: { k: ctx.k } }, { enqueue: [{ runId: ctx.parent }], cancelTimers: [ctx.child] });
+      return b.store.markTerminal(
+        ctx.child,
+        { status: 'done', output: { k: ctx.k } },
+        { enqueue: [{ runId: ctx.parent }], cancelTimers: [ctx.child] },
+      );
     },
     async inspect(q, ctx) {
       const [r] = await q(
@@ -210,7 +237,11 @@ const units = [
       );
       const done = r.status === 'done' && r.output === JSON.stringify({ k: ctx.k });
       return {
-        terminal: done ? true : r.status === 'running' && r.output === null ? false : `status ${r.status}, output ${r.output}`,
+        terminal: done
+          ? true
+          : r.status === 'running' && r.output === null
+            ? false
+            : `status ${r.status}, output ${r.output}`,
         enqueue: Number(r.parentJob) === 1,
         cancelTimers: gone(Number(r.timer), 1),
       };
@@ -221,11 +252,16 @@ const units = [
     write: /UPDATE `run`[^;]* SET status = 'sleeping'/,
     async prepare(q, k) {
       const ctx = { run: `r${k}`, k };
-      await q("INSERT INTO `run` (id, name, version, status, attempts, created_at) VALUES (?, 'f', 1, 'running', 2, ?)", [ctx.run, T]);
+      await q(
+        "INSERT INTO `run` (id, name, version, status, attempts, created_at) VALUES (?, 'f', 1, 'running', 2, ?)",
+        [ctx.run, T],
+      );
       return ctx;
     },
     call({ b }, ctx) {
-      return b.store.suspendRun(ctx.run, 'sleeping', { timers: [{ runId: ctx.run, fireAt: new Date(T + 5000 + ctx.k) }] });
+      return b.store.suspendRun(ctx.run, 'sleeping', {
+        timers: [{ runId: ctx.run, fireAt: new Date(T + 5000 + ctx.k) }],
+      });
     },
     async inspect(q, ctx) {
       const [r] = await q(
@@ -241,7 +277,10 @@ const units = [
     write: /INSERT IGNORE INTO `signal`/,
     async prepare(q, k) {
       const ctx = { run: `r${k}`, k };
-      await q("INSERT INTO `run` (id, name, version, status, attempts, created_at) VALUES (?, 'f', 1, 'awaiting_signal', 1, ?)", [ctx.run, T]);
+      await q(
+        "INSERT INTO `run` (id, name, version, status, attempts, created_at) VALUES (?, 'f', 1, 'awaiting_signal', 1, ?)",
+        [ctx.run, T],
+      );
       return ctx;
     },
     call({ b }, ctx) {
@@ -278,10 +317,12 @@ const units = [
       // exactly one row per spec: a second one would be a unit applied twice
       const rows = await q('SELECT version, COUNT(*) AS n FROM `run` WHERE name = ? GROUP BY version', [ctx.name]);
       const have = new Map(rows.map((r) => [Number(r.version), Number(r.n)]));
-      return Object.fromEntries([1, 2, 3, 4, 5].map((v) => {
-        const n = have.get(v) || 0;
-        return [`spec${v}`, n === 0 ? false : n === 1 ? true : `${n} rows`];
-      }));
+      return Object.fromEntries(
+        [1, 2, 3, 4, 5].map((v) => {
+          const n = have.get(v) || 0;
+          return [`spec${v}`, n === 0 ? false : n === 1 ? true : `${n} rows`];
+        }),
+      );
     },
     async verify(q, ctx, v) {
       if (!Array.isArray(v) || v.length !== 5 || !v.every((x) => x.created)) return [`answered ${JSON.stringify(v)}`];
@@ -294,16 +335,25 @@ const units = [
     write: /UPDATE `run`[^;]* SET status = 'pending'/,
     async prepare(q, k) {
       const ctx = { run: `r${k}`, k };
-      await q("INSERT INTO `run` (id, name, version, status, error, attempts, created_at) VALUES (?, 'f', 1, 'failed', '\"boom\"', 3, ?)", [ctx.run, T]);
+      await q(
+        "INSERT INTO `run` (id, name, version, status, error, attempts, created_at) VALUES (?, 'f', 1, 'failed', '\"boom\"', 3, ?)",
+        [ctx.run, T],
+      );
       return ctx;
     },
     call({ b }, ctx) {
       return b.store.retryRun(ctx.run);
     },
     async inspect(q, ctx) {
-      const [r] = await q('SELECT status, error, (SELECT COUNT(*) FROM `job` WHERE run_id = ?) AS job FROM `run` WHERE id = ?', [ctx.run, ctx.run]);
+      const [r] = await q(
+        'SELECT status, error, (SELECT COUNT(*) FROM `job` WHERE run_id = ?) AS job FROM `run` WHERE id = ?',
+        [ctx.run, ctx.run],
+      );
       const st = `${r.status}/${r.error}`;
-      return { pending: st === 'pending/null' ? true : st === 'failed/"boom"' ? false : st, enqueue: Number(r.job) === 1 };
+      return {
+        pending: st === 'pending/null' ? true : st === 'failed/"boom"' ? false : st,
+        enqueue: Number(r.job) === 1,
+      };
     },
     verify(q, ctx, v) {
       return v && v.retried === true ? [] : [`answered ${JSON.stringify(v)}`];
@@ -359,7 +409,9 @@ const units = [
     // Only this trial's three jobs are in the table, so the claim leases exactly them.
     async prepare(q, k) {
       const ctx = { jobs: [0, 1, 2].map((i) => `j${k}-${i}`), k };
-      await q('DELETE FROM `job`; INSERT INTO `job` (run_id, run_at, priority, version) VALUES ?', [ctx.jobs.map((id) => [id, 0, 0, 1])]);
+      await q('DELETE FROM `job`; INSERT INTO `job` (run_id, run_at, priority, version) VALUES ?', [
+        ctx.jobs.map((id) => [id, 0, 0, 1]),
+      ]);
       return ctx;
     },
     call({ b }, ctx) {
@@ -367,7 +419,9 @@ const units = [
     },
     async inspect(q, ctx) {
       const rows = await q('SELECT run_id, lease_token, lease_expires FROM `job` WHERE run_id IN (?)', [ctx.jobs]);
-      const parts = Object.fromEntries(ctx.jobs.map((id) => [id, rows.some((r) => r.run_id === id && r.lease_token !== null)]));
+      const parts = Object.fromEntries(
+        ctx.jobs.map((id) => [id, rows.some((r) => r.run_id === id && r.lease_token !== null)]),
+      );
       // leased together, by one claim: one expiry for all
       const expiries = new Set(rows.filter((r) => r.lease_token !== null).map((r) => String(r.lease_expires)));
       if (expiries.size > 1) parts.oneClaim = `${expiries.size} different lease expiries`;
@@ -377,14 +431,18 @@ const units = [
       if (!Array.isArray(v) || v.length !== 3) return [`answered ${JSON.stringify(v)}`];
       const rows = await q('SELECT run_id, lease_token FROM `job` WHERE run_id IN (?)', [ctx.jobs]);
       const held = new Map(rows.map((r) => [r.run_id, r.lease_token]));
-      return v.filter((l) => held.get(l.runId) !== l.token).map((l) => `lease of ${l.runId} (${l.token}) is not in the table (${held.get(l.runId)})`);
+      return v
+        .filter((l) => held.get(l.runId) !== l.token)
+        .map((l) => `lease of ${l.runId} (${l.token}) is not in the table (${held.get(l.runId)})`);
     },
   },
   {
     name: 'sql.tx(two inserts)',
     write: /INSERT INTO tx_pair[^;]*'b'/,
     async init(q) {
-      await q('CREATE TABLE tx_pair (trial INT NOT NULL, side CHAR(1) NOT NULL, PRIMARY KEY (trial, side)) ENGINE=InnoDB');
+      await q(
+        'CREATE TABLE tx_pair (trial INT NOT NULL, side CHAR(1) NOT NULL, PRIMARY KEY (trial, side)) ENGINE=InnoDB',
+      );
     },
     async prepare(q, k) {
       return { k };
@@ -405,9 +463,24 @@ const units = [
 
 function newFigures() {
   return {
-    trials: 0, fired: 0, write: 0, commit: 0, committed: 0, rolledBack: 0, partial: 0, rejected: 0,
-    resolvedNotWhole: 0, badAnswers: 0, recoveryFailed: 0, hung: 0, lingering: 0, unfired: 0,
-    maxSettleMs: 0, maxGoneMs: 0, examples: [], errors: new Map(),
+    trials: 0,
+    fired: 0,
+    write: 0,
+    commit: 0,
+    committed: 0,
+    rolledBack: 0,
+    partial: 0,
+    rejected: 0,
+    resolvedNotWhole: 0,
+    badAnswers: 0,
+    recoveryFailed: 0,
+    hung: 0,
+    lingering: 0,
+    unfired: 0,
+    maxSettleMs: 0,
+    maxGoneMs: 0,
+    examples: [],
+    errors: new Map(),
   };
 }
 
@@ -455,9 +528,16 @@ async function trial(env, unit, fig, { k, kind, target, rng }) {
   const state = classify(parts);
   fig[state]++;
   if (state === 'partial') {
-    const applied = Object.entries(parts).filter(([, v]) => v === true).map(([n]) => n);
-    const odd = Object.entries(parts).filter(([, v]) => v !== true && v !== false).map(([n, v]) => `${n}: ${v}`);
-    note(fig, `k=${k} ${target}${h.hit ? '' : ' (not fired)'}: partial, applied only [${applied.join(', ')}]${odd.length ? `, odd [${odd.join('; ')}]` : ''} (call ${r.ok ? 'resolved' : 'rejected'})`);
+    const applied = Object.entries(parts)
+      .filter(([, v]) => v === true)
+      .map(([n]) => n);
+    const odd = Object.entries(parts)
+      .filter(([, v]) => v !== true && v !== false)
+      .map(([n, v]) => `${n}: ${v}`);
+    note(
+      fig,
+      `k=${k} ${target}${h.hit ? '' : ' (not fired)'}: partial, applied only [${applied.join(', ')}]${odd.length ? `, odd [${odd.join('; ')}]` : ''} (call ${r.ok ? 'resolved' : 'rejected'})`,
+    );
   }
   if (r.ok) {
     if (state !== 'committed') {
@@ -493,114 +573,150 @@ function report(t, unit, kind, f) {
 }
 
 for (const unit of units) {
-  test(`${unit.name} is all-or-nothing when its connection is reset (write or COMMIT packet)`, { timeout: 150_000 }, async (t) => {
-    const env = await openEnv(unit.name.replace(/[^a-z]+/gi, '_'));
-    const figs = new Map();
-    try {
-      if (unit.init) await unit.init(env.q);
-      const rng = rngOf(seedFor(unit.name));
-      const plan = [...RESET_KINDS.flatMap((kind) => Array(TRIALS).fill(kind)), ...Array(DELAY_TRIALS).fill('delay')];
-      let k = 0;
-      let hung = 0;
-      for (const kind of plan) {
-        if (!figs.has(kind)) figs.set(kind, newFigures());
-        k++;
-        const target = rng() < 0.5 ? 'write' : 'commit';
-        if (await trial(env, unit, figs.get(kind), { k, kind, target, rng })) hung++;
-        if (hung >= MAX_HUNG) break;
+  test(
+    `${unit.name} is all-or-nothing when its connection is reset (write or COMMIT packet)`,
+    { timeout: 150_000 },
+    async (t) => {
+      const env = await openEnv(unit.name.replace(/[^a-z]+/gi, '_'));
+      const figs = new Map();
+      try {
+        if (unit.init) await unit.init(env.q);
+        const rng = rngOf(seedFor(unit.name));
+        const plan = [...RESET_KINDS.flatMap((kind) => Array(TRIALS).fill(kind)), ...Array(DELAY_TRIALS).fill('delay')];
+        let k = 0;
+        let hung = 0;
+        for (const kind of plan) {
+          if (!figs.has(kind)) figs.set(kind, newFigures());
+          k++;
+          const target = rng() < 0.5 ? 'write' : 'commit';
+          if (await trial(env, unit, figs.get(kind), { k, kind, target, rng })) hung++;
+          if (hung >= MAX_HUNG) break;
+        }
+      } finally {
+        await env.close();
       }
-    } finally {
-      await env.close();
-    }
-    t.diagnostic(`atomicity/${unit.name}: seed ${SEED}, ${TRIALS} trials per reset kind, ${DELAY_TRIALS} delay trials, pool of 2 through the proxy, queryTimeoutMs ${QUERY_TIMEOUT_MS}`);
-    for (const [kind, f] of figs) report(t, unit, kind, f);
+      t.diagnostic(
+        `atomicity/${unit.name}: seed ${SEED}, ${TRIALS} trials per reset kind, ${DELAY_TRIALS} delay trials, pool of 2 through the proxy, queryTimeoutMs ${QUERY_TIMEOUT_MS}`,
+      );
+      for (const [kind, f] of figs) report(t, unit, kind, f);
 
-    const total = (key) => [...figs.values()].reduce((n, f) => n + f[key], 0);
-    const byKind = (key) => [...figs].map(([kind, f]) => `${kind} ${f[key]}`).join(', ');
-    assert.equal(total('partial'), 0, `${unit.name}: units left half-applied (${byKind('partial')})`);
-    assert.equal(total('resolvedNotWhole'), 0, `${unit.name}: calls that resolved without the unit committed whole`);
-    assert.equal(total('badAnswers'), 0, `${unit.name}: resolved calls whose answer disagrees with the database`);
-    assert.equal(total('hung'), 0, `${unit.name}: calls that never settled`);
-    assert.equal(total('lingering'), 0, `${unit.name}: faulted server sessions that did not end`);
-    assert.equal(total('recoveryFailed'), 0, `${unit.name}: calls after a fault that failed (the pool did not recover)`);
-    assert.equal(total('unfired'), 0, `${unit.name}: trials whose target packet was never sent (${byKind('unfired')}; a COMMIT folded into the unit's text cannot be targeted)`);
-    const delay = figs.get('delay');
-    assert.equal(delay.rejected, 0, `${unit.name}: calls rejected under a mere delay`);
-    assert.equal(delay.committed, delay.trials, `${unit.name}: delayed calls committed whole`);
-    for (const kind of RESET_KINDS) assert.equal(figs.get(kind).trials, TRIALS, `${unit.name}: ${kind} trials run`);
-  });
+      const total = (key) => [...figs.values()].reduce((n, f) => n + f[key], 0);
+      const byKind = (key) => [...figs].map(([kind, f]) => `${kind} ${f[key]}`).join(', ');
+      assert.equal(total('partial'), 0, `${unit.name}: units left half-applied (${byKind('partial')})`);
+      assert.equal(total('resolvedNotWhole'), 0, `${unit.name}: calls that resolved without the unit committed whole`);
+      assert.equal(total('badAnswers'), 0, `${unit.name}: resolved calls whose answer disagrees with the database`);
+      assert.equal(total('hung'), 0, `${unit.name}: calls that never settled`);
+      assert.equal(total('lingering'), 0, `${unit.name}: faulted server sessions that did not end`);
+      assert.equal(
+        total('recoveryFailed'),
+        0,
+        `${unit.name}: calls after a fault that failed (the pool did not recover)`,
+      );
+      assert.equal(
+        total('unfired'),
+        0,
+        `${unit.name}: trials whose target packet was never sent (${byKind('unfired')}; a COMMIT folded into the unit's text cannot be targeted)`,
+      );
+      const delay = figs.get('delay');
+      assert.equal(delay.rejected, 0, `${unit.name}: calls rejected under a mere delay`);
+      assert.equal(delay.committed, delay.trials, `${unit.name}: delayed calls committed whole`);
+      for (const kind of RESET_KINDS) assert.equal(figs.get(kind).trials, TRIALS, `${unit.name}: ${kind} trials run`);
+    },
+  );
 }
 
-test('silent network: with queryTimeoutMs=500 calls reject in bounded time, and the pool recovers after heal()', { timeout: 90_000 }, async (t) => {
-  const QT = 500;
-  const BOUND = 3000;
-  const env = await openEnv('silent', { connectionLimit: 3, acquireTimeoutMs: 1000, queryTimeoutMs: QT });
-  const { sql, b, q } = env;
-  const lines = [];
-  // Every rejection must be the package's own bound, not the test's `within`.
-  const bounded = (what, r) => {
-    assert.equal(r.ok, false, `${what} must not succeed while the network is silent`);
-    assert.ok(!/did not settle/.test(r.error.message), `${what} did not settle within ${BOUND} ms (no query timeout?)`);
-    assert.ok(r.ms < BOUND, `${what} rejected after ${r.ms.toFixed(0)} ms`);
-    lines.push(`${what} rejected after ${r.ms.toFixed(0)} ms (${String(r.error.message).slice(0, 70)})`);
-  };
-  try {
-    // Three established connections, so the silence hits live sessions, not new ones.
-    await Promise.all([0, 1, 2].map(() => sql.query('SELECT SLEEP(0.05)')));
-    assert.ok(proxy.connections().length >= 3, 'the pool holds three proxied connections');
-    const cp = units[0];
-    const ctx = await cp.prepare(q, 1);
+test(
+  'silent network: with queryTimeoutMs=500 calls reject in bounded time, and the pool recovers after heal()',
+  { timeout: 90_000 },
+  async (t) => {
+    const QT = 500;
+    const BOUND = 3000;
+    const env = await openEnv('silent', { connectionLimit: 3, acquireTimeoutMs: 1000, queryTimeoutMs: QT });
+    const { sql, b, q } = env;
+    const lines = [];
+    // Every rejection must be the package's own bound, not the test's `within`.
+    const bounded = (what, r) => {
+      assert.equal(r.ok, false, `${what} must not succeed while the network is silent`);
+      assert.ok(
+        !/did not settle/.test(r.error.message),
+        `${what} did not settle within ${BOUND} ms (no query timeout?)`,
+      );
+      assert.ok(r.ms < BOUND, `${what} rejected after ${r.ms.toFixed(0)} ms`);
+      lines.push(`${what} rejected after ${r.ms.toFixed(0)} ms (${String(r.error.message).slice(0, 70)})`);
+    };
+    try {
+      // Three established connections, so the silence hits live sessions, not new ones.
+      await Promise.all([0, 1, 2].map(() => sql.query('SELECT SLEEP(0.05)')));
+      assert.ok(proxy.connections().length >= 3, 'the pool holds three proxied connections');
+      const cp = units[0];
+      const ctx = await cp.prepare(q, 1);
 
-    // 1. A statement inside a transaction that was opened before the network went silent.
-    let inner;
-    const txr = await settle(within(sql.tx(async (h) => {
-      await h.query('SELECT 1 AS one');
-      proxy.blackhole();
-      inner = settle(within(h.query('SELECT 2 AS two'), BOUND, 'the statement'));
-      const r = await inner;
-      if (!r.ok) throw r.error;
-    }), 2 * BOUND, 'the sql.tx'));
-    assert.ok(inner, 'the statement inside the tx was sent');
-    bounded('a statement inside sql.tx', await inner);
-    bounded('the sql.tx', txr);
-    // 2. A plain query and 3. a store call (a transactional one).
-    bounded("sql.query('SELECT 1')", await settle(within(sql.query('SELECT 1 AS one'), BOUND, 'sql.query')));
-    bounded('store.checkpointStep+outbox', await settle(within(cp.call(env, ctx), BOUND, 'checkpointStep')));
+      // 1. A statement inside a transaction that was opened before the network went silent.
+      let inner;
+      const txr = await settle(
+        within(
+          sql.tx(async (h) => {
+            await h.query('SELECT 1 AS one');
+            proxy.blackhole();
+            inner = settle(within(h.query('SELECT 2 AS two'), BOUND, 'the statement'));
+            const r = await inner;
+            if (!r.ok) throw r.error;
+          }),
+          2 * BOUND,
+          'the sql.tx',
+        ),
+      );
+      assert.ok(inner, 'the statement inside the tx was sent');
+      bounded('a statement inside sql.tx', await inner);
+      bounded('the sql.tx', txr);
+      // 2. A plain query and 3. a store call (a transactional one).
+      bounded("sql.query('SELECT 1')", await settle(within(sql.query('SELECT 1 AS one'), BOUND, 'sql.query')));
+      bounded('store.checkpointStep+outbox', await settle(within(cp.call(env, ctx), BOUND, 'checkpointStep')));
 
-    proxy.heal();
-    // The next calls succeed.
-    const after1 = await settle(within(sql.query('SELECT 1 AS one'), BOUND, 'query after heal'));
-    assert.ok(after1.ok, `query after heal: ${after1.error && after1.error.message}`);
-    assert.deepEqual(after1.value, [{ one: 1 }]);
-    const parts = await cp.inspect(q, ctx);
-    assert.notEqual(classify(parts), 'partial', `the timed-out unit is all-or-nothing: ${JSON.stringify(parts)}`);
-    const after2 = await settle(within(cp.call(env, ctx), BOUND, 'checkpointStep after heal'));
-    assert.ok(after2.ok, `store call after heal: ${after2.error && after2.error.message}`);
-    assert.equal(classify(await cp.inspect(q, ctx)), 'committed', 'the store call after heal committed whole');
-    const after3 = await settle(within(sql.tx(async (h) => (await h.query('SELECT 3 AS three'))[0].three), BOUND, 'tx after heal'));
-    assert.ok(after3.ok && after3.value === 3, `tx after heal: ${after3.error && after3.error.message}`);
-    lines.push('after heal(): query, store call and tx succeed');
+      proxy.heal();
+      // The next calls succeed.
+      const after1 = await settle(within(sql.query('SELECT 1 AS one'), BOUND, 'query after heal'));
+      assert.ok(after1.ok, `query after heal: ${after1.error && after1.error.message}`);
+      assert.deepEqual(after1.value, [{ one: 1 }]);
+      const parts = await cp.inspect(q, ctx);
+      assert.notEqual(classify(parts), 'partial', `the timed-out unit is all-or-nothing: ${JSON.stringify(parts)}`);
+      const after2 = await settle(within(cp.call(env, ctx), BOUND, 'checkpointStep after heal'));
+      assert.ok(after2.ok, `store call after heal: ${after2.error && after2.error.message}`);
+      assert.equal(classify(await cp.inspect(q, ctx)), 'committed', 'the store call after heal committed whole');
+      const after3 = await settle(
+        within(
+          sql.tx(async (h) => (await h.query('SELECT 3 AS three'))[0].three),
+          BOUND,
+          'tx after heal',
+        ),
+      );
+      assert.ok(after3.ok && after3.value === 3, `tx after heal: ${after3.error && after3.error.message}`);
+      lines.push('after heal(): query, store call and tx succeed');
 
-    // 4. Silence exactly at the unit's weakest instants, on that connection only: the guarding
-    // write's packet, then its COMMIT. The call times out, its connection is discarded (so the
-    // server session ends), the unit is all-or-nothing, and the pool goes on.
-    for (const [i, target] of [[2, 'write'], [3, 'commit']]) {
-      const c = await cp.prepare(q, i);
-      const h = proxy.arm({ match: target === 'commit' ? COMMIT : cp.write, kind: 'blackhole' });
-      const r = await settle(within(cp.call(env, c), BOUND, `checkpointStep silenced at ${target}`));
-      h.cancel();
-      assert.ok(h.hit, `the ${target} packet was sent (and silenced)`);
-      bounded(`checkpointStep silenced at its ${target} packet`, r);
-      const goneMs = await waitSessionGone(q, h.hit);
-      const state = classify(await cp.inspect(q, c));
-      assert.notEqual(state, 'partial', `checkpointStep silenced at ${target}: all-or-nothing`);
-      const next = await settle(within(b.store.runStats(), BOUND, 'the call after'));
-      assert.ok(next.ok, `the call after the silenced ${target}: ${next.error && next.error.message}`);
-      lines.push(`  its server session ended ${goneMs.toFixed(0)} ms later; unit ${state}; the next call succeeds`);
+      // 4. Silence exactly at the unit's weakest instants, on that connection only: the guarding
+      // write's packet, then its COMMIT. The call times out, its connection is discarded (so the
+      // server session ends), the unit is all-or-nothing, and the pool goes on.
+      for (const [i, target] of [
+        [2, 'write'],
+        [3, 'commit'],
+      ]) {
+        const c = await cp.prepare(q, i);
+        const h = proxy.arm({ match: target === 'commit' ? COMMIT : cp.write, kind: 'blackhole' });
+        const r = await settle(within(cp.call(env, c), BOUND, `checkpointStep silenced at ${target}`));
+        h.cancel();
+        assert.ok(h.hit, `the ${target} packet was sent (and silenced)`);
+        bounded(`checkpointStep silenced at its ${target} packet`, r);
+        const goneMs = await waitSessionGone(q, h.hit);
+        const state = classify(await cp.inspect(q, c));
+        assert.notEqual(state, 'partial', `checkpointStep silenced at ${target}: all-or-nothing`);
+        const next = await settle(within(b.store.runStats(), BOUND, 'the call after'));
+        assert.ok(next.ok, `the call after the silenced ${target}: ${next.error && next.error.message}`);
+        lines.push(`  its server session ended ${goneMs.toFixed(0)} ms later; unit ${state}; the next call succeeds`);
+      }
+    } finally {
+      proxy.heal();
+      await env.close();
+      for (const l of lines) t.diagnostic(`atomicity/silent network (queryTimeoutMs ${QT}): ${l}`);
     }
-  } finally {
-    proxy.heal();
-    await env.close();
-    for (const l of lines) t.diagnostic(`atomicity/silent network (queryTimeoutMs ${QT}): ${l}`);
-  }
-});
+  },
+);

@@ -26,7 +26,15 @@ const LONG_ID = 'r'.repeat(200);
 const spec = (o = {}) => ({ name: 'f', version: 1, input: null, ...o });
 const lease = (o = {}) => ({ runId: 'r', token: 't', version: 1, expiresAt: d, ...o });
 const cp = (o = {}) => ({ runId: 'r', cursorKey: 's0', status: 'ok', result: 1, attempts: 1, ...o });
-const cron = (o = {}) => ({ name: 'c', schedule: '* * * * *', flowName: 'f', flowVersion: 1, input: null, nextRunAt: d, ...o });
+const cron = (o = {}) => ({
+  name: 'c',
+  schedule: '* * * * *',
+  flowName: 'f',
+  flowVersion: 1,
+  input: null,
+  nextRunAt: d,
+  ...o,
+});
 
 // [method, args, expected error class, text the message must contain]
 const TE = TypeError;
@@ -98,9 +106,24 @@ function cases() {
     ['store.checkpointStep', [cp(), { spawn: {} }], TE, 'outbox.spawn'],
     ['store.checkpointStep', [cp(), { spawn: [{ runId: 'c', spec: null }] }], TE, 'outbox.spawn[0].spec'],
     ['store.checkpointStep', [cp(), { spawn: [{ runId: 5, spec: spec() }] }], TE, 'outbox.spawn[0].runId'],
-    ['store.checkpointStep', [cp(), { spawn: [{ runId: 'c', spec: spec({ input: 1n }) }] }], TE, 'outbox.spawn[0].spec.input'],
-    ['store.checkpointStep', [cp(), { spawn: [{ runId: 'c', spec: spec(), enqueue: { runAt: 'now' } }] }], TE, 'outbox.spawn[0].enqueue.runAt'],
-    ['store.checkpointStep', [cp(), { enqueue: [{ runId: 'x', opts: { priority: 1.5 } }] }], TE, 'outbox.enqueue[0].opts.priority'],
+    [
+      'store.checkpointStep',
+      [cp(), { spawn: [{ runId: 'c', spec: spec({ input: 1n }) }] }],
+      TE,
+      'outbox.spawn[0].spec.input',
+    ],
+    [
+      'store.checkpointStep',
+      [cp(), { spawn: [{ runId: 'c', spec: spec(), enqueue: { runAt: 'now' } }] }],
+      TE,
+      'outbox.spawn[0].enqueue.runAt',
+    ],
+    [
+      'store.checkpointStep',
+      [cp(), { enqueue: [{ runId: 'x', opts: { priority: 1.5 } }] }],
+      TE,
+      'outbox.enqueue[0].opts.priority',
+    ],
     ['store.checkpointStep', [cp(), { timers: [{ runId: 'x', fireAt: 'tomorrow' }] }], TE, 'outbox.timers[0].fireAt'],
     ['store.checkpointStep', [cp(), { timers: [{ runId: 'x', fireAt: BAD_DATE }] }], RE, 'outbox.timers[0].fireAt'],
     ['store.checkpointStep', [cp(), { cancelTimers: 'x' }], TE, 'outbox.cancelTimers'],
@@ -243,13 +266,22 @@ test('bad arguments to all 28 port methods reject with an error naming the argum
   for (const [path, args, Ctor, name] of list) {
     covered.add(path);
     let p;
-    assert.doesNotThrow(() => { p = method(b, path)(...args); }, `${path} must not throw synchronously`);
+    assert.doesNotThrow(() => {
+      p = method(b, path)(...args);
+    }, `${path} must not throw synchronously`);
     assert.ok(p && typeof p.then === 'function', `${path} returns a promise`);
-    await assert.rejects(p, (e) => {
-      assert.ok(e instanceof Ctor, `${path}(${name}): expected ${Ctor.name}, got ${e && e.constructor.name}: ${e && e.message}`);
-      assert.ok(e.message.includes(name), `${path}: message must name ${name}: ${e.message}`);
-      return true;
-    }, `${path} with bad ${name}`);
+    await assert.rejects(
+      p,
+      (e) => {
+        assert.ok(
+          e instanceof Ctor,
+          `${path}(${name}): expected ${Ctor.name}, got ${e && e.constructor.name}: ${e && e.message}`,
+        );
+        assert.ok(e.message.includes(name), `${path}: message must name ${name}: ${e.message}`);
+        return true;
+      },
+      `${path} with bad ${name}`,
+    );
   }
   // runStats takes no argument; junk arguments are ignored.
   const stats = await b.store.runStats(5, 'x', null);
@@ -257,7 +289,9 @@ test('bad arguments to all 28 port methods reject with an error naming the argum
   covered.add('store.runStats');
   assert.equal(covered.size, 28, `all 28 port methods covered: ${[...covered].sort().join(', ')}`);
   assert.deepEqual(await countAll(env.sql), ZERO, 'no rows written by rejected calls');
-  t.diagnostic(`bad-input: ${list.length} invalid calls over ${covered.size} port methods, all rejected with the argument named; rows written: 0`);
+  t.diagnostic(
+    `bad-input: ${list.length} invalid calls over ${covered.size} port methods, all rejected with the argument named; rows written: 0`,
+  );
 });
 
 test('edge values that are legal round-trip or are answered, not crashed on', async (t) => {
@@ -267,9 +301,17 @@ test('edge values that are legal round-trip or are answered, not crashed on', as
   await b.queue.enqueue('edge');
   assert.deepEqual(await b.queue.claim({ limit: 0, leaseMs: 1000 }), []);
   const big = await b.queue.claim({ limit: 10_000, leaseMs: 1000 });
-  assert.deepEqual(big.map((l) => l.runId), ['edge']);
+  assert.deepEqual(
+    big.map((l) => l.runId),
+    ['edge'],
+  );
   // JSON fidelity = JSON.stringify → JSON.parse, and top-level undefined ⇒ undefined.
-  const odd = { date: new Date(0), undef: undefined, arr: [undefined, () => 1, NaN, -0, Infinity], map: new Map([[1, 2]]) };
+  const odd = {
+    date: new Date(0),
+    undef: undefined,
+    arr: [undefined, () => 1, NaN, -0, Infinity],
+    map: new Map([[1, 2]]),
+  };
   const r = await b.store.startRun({ name: 'f', version: 1, input: odd });
   assert.deepEqual((await b.store.loadRunRow(r.runId)).input, JSON.parse(JSON.stringify(odd)));
   const u = await b.store.startRun({ name: 'f', version: 1, input: undefined });
@@ -282,7 +324,13 @@ test('edge values that are legal round-trip or are answered, not crashed on', as
   // deep nesting, extreme numbers and the extreme Dates round-trip with JSON.stringify fidelity
   let deep = 'bottom';
   for (let i = 0; i < 1000; i++) deep = i % 2 ? [deep] : { d: deep };
-  const nums = { max: Number.MAX_VALUE, min: Number.MIN_VALUE, unsafe: 2 ** 53 + 2, neg: -1e-300, big: 1.2345678901234568e29 };
+  const nums = {
+    max: Number.MAX_VALUE,
+    min: Number.MIN_VALUE,
+    unsafe: 2 ** 53 + 2,
+    neg: -1e-300,
+    big: 1.2345678901234568e29,
+  };
   for (const v of [deep, nums]) {
     const x = await b.store.startRun({ name: 'f', version: 1, input: v });
     assert.deepEqual((await b.store.loadRun(x.runId)).run.input, JSON.parse(JSON.stringify(v)));
@@ -297,15 +345,34 @@ test('edge values that are legal round-trip or are answered, not crashed on', as
   const id191 = 'i'.repeat(191);
   const b191 = createMysqlBackend(env.sql, { id: () => id191 });
   const k191 = 'k'.repeat(191);
-  const s191 = await b191.store.startRun({ name: 'n'.repeat(191), version: 1, input: 1, idempotencyKey: k191, parentRunId: 'p'.repeat(191), parentCursorKey: 'c'.repeat(191) });
+  const s191 = await b191.store.startRun({
+    name: 'n'.repeat(191),
+    version: 1,
+    input: 1,
+    idempotencyKey: k191,
+    parentRunId: 'p'.repeat(191),
+    parentCursorKey: 'c'.repeat(191),
+  });
   assert.equal(s191.runId, id191);
   const row = await b.store.loadRunRow(id191);
   assert.equal(row.name.length, 191);
   assert.equal(row.idempotencyKey, k191);
-  assert.equal((await b191.store.startRun({ name: 'n'.repeat(191), version: 1, input: 2, idempotencyKey: k191 })).created, false);
-  await b.store.checkpointStep({ runId: id191, cursorKey: 'c'.repeat(191), status: 'ok', result: 1, attempts: 1, shape: 's'.repeat(191) });
+  assert.equal(
+    (await b191.store.startRun({ name: 'n'.repeat(191), version: 1, input: 2, idempotencyKey: k191 })).created,
+    false,
+  );
+  await b.store.checkpointStep({
+    runId: id191,
+    cursorKey: 'c'.repeat(191),
+    status: 'ok',
+    result: 1,
+    attempts: 1,
+    shape: 's'.repeat(191),
+  });
   assert.equal((await b.store.loadRun(id191)).steps.get('c'.repeat(191)).shape.length, 191);
-  t.diagnostic('edge values: claim limit 0 and 10000, JSON-fidelity values, 1000-deep nesting, extreme numbers and Dates, 191-character keys/ids — all round-trip');
+  t.diagnostic(
+    'edge values: claim limit 0 and 10000, JSON-fidelity values, 1000-deep nesting, extreme numbers and Dates, 191-character keys/ids — all round-trip',
+  );
 });
 
 test('values over the server max_allowed_packet reject cleanly; nothing half-written; the pool keeps working', async (t) => {
@@ -320,20 +387,65 @@ test('values over the server max_allowed_packet reject cleanly; nothing half-wri
   const before = await countAll(env.sql);
   const attempts = [
     ['startRun input', () => b.store.startRun({ name: 'f', version: 1, input: huge })],
-    ['startManyRuns specs[1].input', () => b.store.startManyRuns([{ name: 'f', version: 1, input: 1 }, { name: 'f', version: 1, input: huge }])],
+    [
+      'startManyRuns specs[1].input',
+      () =>
+        b.store.startManyRuns([
+          { name: 'f', version: 1, input: 1 },
+          { name: 'f', version: 1, input: huge },
+        ]),
+    ],
     ['postSignal payload', () => b.store.postSignal(runId, 'n', huge)],
-    ['checkpointStep result', () => b.store.checkpointStep({ runId, cursorKey: 's0', status: 'ok', result: huge, attempts: 1 }, { enqueue: [{ runId: 'other' }] })],
+    [
+      'checkpointStep result',
+      () =>
+        b.store.checkpointStep(
+          { runId, cursorKey: 's0', status: 'ok', result: huge, attempts: 1 },
+          { enqueue: [{ runId: 'other' }] },
+        ),
+    ],
     ['markTerminal output', () => b.store.markTerminal(runId, { status: 'done', output: huge })],
-    ['markTerminal error', () => b.store.markTerminal(runId, { status: 'failed', error: { code: 'X', message: huge } })],
-    ['upsertCron input', () => b.store.upsertCron({ name: 'c', schedule: '* * * * *', flowName: 'f', flowVersion: 1, input: huge, nextRunAt: new Date() })],
-    ['spawn spec input', () => b.store.checkpointStep({ runId, cursorKey: 's1', status: 'ok', result: 1, attempts: 1 }, { spawn: [{ runId: 'kid', spec: { name: 'f', version: 1, input: huge } }] })],
+    [
+      'markTerminal error',
+      () => b.store.markTerminal(runId, { status: 'failed', error: { code: 'X', message: huge } }),
+    ],
+    [
+      'upsertCron input',
+      () =>
+        b.store.upsertCron({
+          name: 'c',
+          schedule: '* * * * *',
+          flowName: 'f',
+          flowVersion: 1,
+          input: huge,
+          nextRunAt: new Date(),
+        }),
+    ],
+    [
+      'spawn spec input',
+      () =>
+        b.store.checkpointStep(
+          { runId, cursorKey: 's1', status: 'ok', result: 1, attempts: 1 },
+          { spawn: [{ runId: 'kid', spec: { name: 'f', version: 1, input: huge } }] },
+        ),
+    ],
     ['user query param', () => env.sql.query('SELECT LENGTH(?) AS n', [huge])],
   ];
   const messages = [];
   for (const [what, call] of attempts) {
-    const r = await call().then(() => null, (e) => e);
-    assert.ok(r instanceof Error, `${what}: a payload of ${huge.length} bytes > max_allowed_packet ${maxBytes} must reject`);
-    assert.match(r.message, /max_allowed_packet|packet/i, `${what}: the error says the packet is too big: ${r.message}`);
+    const r = await call().then(
+      () => null,
+      (e) => e,
+    );
+    assert.ok(
+      r instanceof Error,
+      `${what}: a payload of ${huge.length} bytes > max_allowed_packet ${maxBytes} must reject`,
+    );
+    assert.match(
+      r.message,
+      /max_allowed_packet|packet/i,
+      `${what}: the error says the packet is too big: ${r.message}`,
+    );
     messages.push(`${what}: ${r.message.slice(0, 90)}`);
     // the pool is still usable right after
     assert.deepEqual(await env.sql.query('SELECT 1 AS one'), [{ one: 1 }], `${what}: pool usable afterwards`);
@@ -344,10 +456,12 @@ test('values over the server max_allowed_packet reject cleanly; nothing half-wri
   assert.equal(snap.steps.size, 0);
   assert.equal(snap.signals.length, 0);
   // A large but legal payload (1 MiB, multi-byte, with backslashes and quotes) round-trips exactly.
-  const mib = 'é\\\'"😀'.repeat(1024 * 1024 / 8);
+  const mib = 'é\\\'"😀'.repeat((1024 * 1024) / 8);
   const ok = await b.store.startRun({ name: 'f', version: 1, input: mib });
   assert.equal((await b.store.loadRunRow(ok.runId)).input, mib);
-  t.diagnostic(`max_allowed_packet ${maxBytes} B: ${attempts.length} oversized payloads of ${huge.length} B rejected, 0 rows written; 1 MiB payload round-tripped`);
+  t.diagnostic(
+    `max_allowed_packet ${maxBytes} B: ${attempts.length} oversized payloads of ${huge.length} B rejected, 0 rows written; 1 MiB payload round-tripped`,
+  );
   for (const m of messages) t.diagnostic(`  ${m}`);
 });
 
@@ -356,7 +470,13 @@ test('startManyRuns: empty batch, a 10,000-spec batch, and an all-or-none batch 
   const b = createMysqlBackend(env.sql);
   assert.deepEqual(await b.store.startManyRuns([]), []);
   assert.deepEqual(await countAll(env.sql), ZERO);
-  const specs = Array.from({ length: 10_000 }, (_, i) => ({ name: 'bulk', version: 1, input: { i }, idempotencyKey: `k${i}`, tags: [`t${i % 7}`] }));
+  const specs = Array.from({ length: 10_000 }, (_, i) => ({
+    name: 'bulk',
+    version: 1,
+    input: { i },
+    idempotencyKey: `k${i}`,
+    tags: [`t${i % 7}`],
+  }));
   const t0 = performance.now();
   const res = await b.store.startManyRuns(specs);
   const ms = performance.now() - t0;
@@ -365,7 +485,11 @@ test('startManyRuns: empty batch, a 10,000-spec batch, and an all-or-none batch 
   assert.equal(new Set(res.map((r) => r.runId)).size, 10_000, 'distinct run ids');
   assert.equal((await countAll(env.sql)).run, 10_000);
   const sample = await b.store.loadRunRows([res[0].runId, res[4321].runId, res[9999].runId]);
-  assert.deepEqual(sample.map((r) => r.input), [{ i: 0 }, { i: 4321 }, { i: 9999 }], 'results aligned with specs');
+  assert.deepEqual(
+    sample.map((r) => r.input),
+    [{ i: 0 }, { i: 4321 }, { i: 9999 }],
+    'results aligned with specs',
+  );
   // the same batch again: all idempotent hits, same ids, nothing new
   const again = await b.store.startManyRuns(specs);
   assert.ok(again.every((r, i) => !r.created && r.runId === res[i].runId));
@@ -377,7 +501,9 @@ test('startManyRuns: empty batch, a 10,000-spec batch, and an all-or-none batch 
   await assert.rejects(dup.store.startManyRuns([spec(), spec(), spec()]), /Duplicate/i);
   assert.equal((await countAll(env.sql)).run, 10_000, 'a failing batch writes nothing');
   assert.equal(await b.store.loadRunRow('fresh-1'), undefined);
-  t.diagnostic(`startManyRuns: 10,000 specs in one call took ${ms.toFixed(0)} ms; repeat = 10,000 idempotent hits; a batch failing at its 3rd insert wrote 0 rows`);
+  t.diagnostic(
+    `startManyRuns: 10,000 specs in one call took ${ms.toFixed(0)} ms; repeat = 10,000 idempotent hits; a batch failing at its 3rd insert wrote 0 rows`,
+  );
 });
 
 test('odd Unicode and SQL metacharacters round-trip through every string field (native and wrapped Sql)', async (t) => {
@@ -406,14 +532,28 @@ test('odd Unicode and SQL metacharacters round-trip through every string field (
   const plain = createMysqlBackend(env.sql);
   let calls = 0;
   for (const v of values) {
-    calls += await exercise(env.sql, plain, (id) => createMysqlBackend(env.sql, { id }), v, `native ${JSON.stringify(v)}`);
+    calls += await exercise(
+      env.sql,
+      plain,
+      (id) => createMysqlBackend(env.sql, { id }),
+      v,
+      `native ${JSON.stringify(v)}`,
+    );
   }
   const wrapped = wrapSql(env.sql);
   for (const v of values) {
-    calls += await exercise(env.sql, plain, (id) => createMysqlBackend(wrapped, { id }), v, `wrapped ${JSON.stringify(v)}`);
+    calls += await exercise(
+      env.sql,
+      plain,
+      (id) => createMysqlBackend(wrapped, { id }),
+      v,
+      `wrapped ${JSON.stringify(v)}`,
+    );
   }
   assert.deepEqual(await tableNames(env.sql), [...TABLES].sort(), 'exactly the six tables exist');
-  t.diagnostic(`unicode/metacharacters: ${values.length} strings × every string field × 2 Sql paths = ${calls} port calls, all exact round trips`);
+  t.diagnostic(
+    `unicode/metacharacters: ${values.length} strings × every string field × 2 Sql paths = ${calls} port calls, all exact round trips`,
+  );
 });
 
 test('key columns count characters, not UTF-16 units: 191 emoji fit, 192 do not', async () => {
@@ -424,7 +564,10 @@ test('key columns count characters, not UTF-16 units: 191 emoji fit, 192 do not'
   const row = await b.store.loadRunRow(r.runId);
   assert.equal(row.name, name);
   assert.equal(row.idempotencyKey, '👍'.repeat(191));
-  await assert.rejects(b.store.startRun({ name: '😀'.repeat(192), version: 1, input: 1 }), (e) => e instanceof RangeError && e.message.includes('spec.name'));
+  await assert.rejects(
+    b.store.startRun({ name: '😀'.repeat(192), version: 1, input: 1 }),
+    (e) => e instanceof RangeError && e.message.includes('spec.name'),
+  );
 });
 
 test('long (155–191 character) run ids can be claimed, heartbeaten and acked, and never block other runs', async () => {

@@ -33,7 +33,10 @@ test('Dates whose getTime() is not a valid time value are refused, naming the ar
   const b = createMysqlBackend(env.sql);
   for (const value of [Infinity, -Infinity, 1e300, 1.5, MAX_TIME + 1]) {
     const d = dateAnswering(value);
-    await assert.rejects(b.store.startRun({ name: 'f', version: 1, createdAt: d }), { name: 'RangeError', message: /spec\.createdAt/ });
+    await assert.rejects(b.store.startRun({ name: 'f', version: 1, createdAt: d }), {
+      name: 'RangeError',
+      message: /spec\.createdAt/,
+    });
     await assert.rejects(b.timer.schedule('r', d), { name: 'RangeError', message: /fireAt/ });
     await assert.rejects(b.queue.claim({ limit: 1, leaseMs: 1, now: d }), { name: 'RangeError', message: /opts\.now/ });
     await assert.rejects(b.queue.depth(d), { name: 'RangeError', message: /now/ });
@@ -57,19 +60,35 @@ test('a lease whose expiry falls outside the Date range is refused; one at the e
   const b = createMysqlBackend(env.sql);
   await b.queue.enqueue('edge');
   const late = new Date(MAX_TIME - 10);
-  await assert.rejects(b.queue.claim({ limit: 1, leaseMs: 11, now: late }), { name: 'RangeError', message: /opts\.leaseMs/ });
-  await assert.rejects(b.queue.claim({ limit: 1, leaseMs: Number.MAX_SAFE_INTEGER }), { name: 'RangeError', message: /opts\.leaseMs/ });
-  assert.equal((await env.sql.query('SELECT COUNT(*) AS n FROM job WHERE lease_token IS NOT NULL'))[0].n, 0, 'nothing leased');
+  await assert.rejects(b.queue.claim({ limit: 1, leaseMs: 11, now: late }), {
+    name: 'RangeError',
+    message: /opts\.leaseMs/,
+  });
+  await assert.rejects(b.queue.claim({ limit: 1, leaseMs: Number.MAX_SAFE_INTEGER }), {
+    name: 'RangeError',
+    message: /opts\.leaseMs/,
+  });
+  assert.equal(
+    (await env.sql.query('SELECT COUNT(*) AS n FROM job WHERE lease_token IS NOT NULL'))[0].n,
+    0,
+    'nothing leased',
+  );
   const [lease] = await b.queue.claim({ limit: 1, leaseMs: 10, now: late });
   assert.equal(lease.expiresAt.getTime(), MAX_TIME);
-  await assert.rejects(b.queue.heartbeat(lease, { leaseMs: 11, now: late }), { name: 'RangeError', message: /opts\.leaseMs/ });
+  await assert.rejects(b.queue.heartbeat(lease, { leaseMs: 11, now: late }), {
+    name: 'RangeError',
+    message: /opts\.leaseMs/,
+  });
   await env.sql.exec('DELETE FROM job');
 });
 
 test('a generated id longer than its 191-character key is refused before anything is sent', async () => {
   const b = createMysqlBackend(env.sql, { id: () => 'x'.repeat(192) });
   await assert.rejects(b.store.startRun({ name: 'f', version: 1 }), { name: 'RangeError', message: /opts\.id\(\)/ });
-  await assert.rejects(b.store.startManyRuns([{ name: 'f', version: 1 }]), { name: 'RangeError', message: /opts\.id\(\)/ });
+  await assert.rejects(b.store.startManyRuns([{ name: 'f', version: 1 }]), {
+    name: 'RangeError',
+    message: /opts\.id\(\)/,
+  });
   await assert.rejects(b.store.postSignal('r', 's', 1), { name: 'RangeError', message: /opts\.id\(\)/ });
   assert.deepEqual(await countAll(env.sql), ZERO);
   // 191 characters fit; as lease-token halves any length works (tokens are cut to the column).
@@ -77,6 +96,9 @@ test('a generated id longer than its 191-character key is refused before anythin
   const r = await ok.store.startRun({ name: 'f', version: 1 });
   assert.equal(r.runId.length, 191);
   await ok.queue.enqueue(r.runId);
-  const [lease] = await createMysqlBackend(env.sql, { id: () => 'z'.repeat(300) }).queue.claim({ limit: 1, leaseMs: 1000 });
+  const [lease] = await createMysqlBackend(env.sql, { id: () => 'z'.repeat(300) }).queue.claim({
+    limit: 1,
+    leaseMs: 1000,
+  });
   assert.equal(lease.runId, r.runId);
 });

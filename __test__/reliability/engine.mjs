@@ -29,9 +29,17 @@ export async function driveLease(backend, lease, { steps = 3, hooks = {}, onCall
   for (let i = 0; i < steps; i++) {
     const key = `s${i}`;
     if (snap.steps.has(key)) continue; // memoized by an earlier attempt
-    await call('checkpointStep', store.checkpointStep({
-      runId, cursorKey: key, status: 'ok', result: { i, token: lease.token }, attempts: attempt, shape: `step:${key}`,
-    }));
+    await call(
+      'checkpointStep',
+      store.checkpointStep({
+        runId,
+        cursorKey: key,
+        status: 'ok',
+        result: { i, token: lease.token },
+        attempts: attempt,
+        shape: `step:${key}`,
+      }),
+    );
     if (hooks.afterStep) await hooks.afterStep(runId, i);
   }
   await call('markTerminal', store.markTerminal(runId, { status: 'done', output: { token: lease.token, attempt } }));
@@ -45,14 +53,27 @@ export async function driveLease(backend, lease, { steps = 3, hooks = {}, onCall
  * Errors are counted through `onError(err, where)` and followed by a short back-off; the lease of a
  * run that failed mid-way is simply abandoned (it expires and is re-claimed, as in core).
  */
-export async function workerLoop(backend, {
-  limit = 5, leaseMs = 5000, steps = 3, idleMs = 20, errorBackoffMs = 30,
-  shouldStop, onError = () => {}, hooks, onCall, onDriven = () => {},
-}) {
+export async function workerLoop(
+  backend,
+  {
+    limit = 5,
+    leaseMs = 5000,
+    steps = 3,
+    idleMs = 20,
+    errorBackoffMs = 30,
+    shouldStop,
+    onError = () => {},
+    hooks,
+    onCall,
+    onDriven = () => {},
+  },
+) {
   while (!shouldStop()) {
     let leases;
     try {
-      leases = await (onCall ? onCall('claim', backend.queue.claim({ limit, leaseMs })) : backend.queue.claim({ limit, leaseMs }));
+      leases = await (onCall
+        ? onCall('claim', backend.queue.claim({ limit, leaseMs }))
+        : backend.queue.claim({ limit, leaseMs }));
     } catch (e) {
       onError(e, 'claim');
       await sleep(errorBackoffMs);

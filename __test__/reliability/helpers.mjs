@@ -51,9 +51,7 @@ export async function countAll(sql, prefix = '') {
 
 /** Names of the base tables present in the pool's current database. */
 export async function tableNames(sql) {
-  const rows = await sql.query(
-    'SELECT TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()',
-  );
+  const rows = await sql.query('SELECT TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()');
   return rows.map((r) => r.t).sort();
 }
 

@@ -36,22 +36,22 @@ const INJECTIONS = [
   "\\\\'; DROP TABLE step; --",
   "\\' OR 1=1 --",
   "\\\\\\' OR '1'='1",
-  "\\",
-  "\\\\",
+  '\\',
+  '\\\\',
   "'\\",
-  "\\0",
+  '\\0',
   "\0' OR 1=1 --",
   "x\0'; DROP TABLE cron; --",
   "%' OR name LIKE '%",
   "' AND SLEEP(3) --",
-  "1; SELECT SLEEP(3)",
-  "`; DROP TABLE `timer`; --",
-  "?; DROP TABLE run; -- ?",
+  '1; SELECT SLEEP(3)',
+  '`; DROP TABLE `timer`; --',
+  '?; DROP TABLE run; -- ?',
   "' || (SELECT @@version) || '",
-  "0x27204f5220313d31202d2d",
+  '0x27204f5220313d31202d2d',
   "_utf8mb4 X'27' OR 1=1 --",
   "'\u00bf' OR 1=1 --",
-  "\u02bc OR 1=1 --",
+  '\u02bc OR 1=1 --',
   "'/**/OR/**/1=1--",
   "admin'--",
   "') OR ('a'='a",
@@ -68,8 +68,20 @@ test('classic injection strings round-trip through every string field; all table
   let calls = 0;
   const t0 = performance.now();
   for (const v of INJECTIONS) {
-    calls += await exercise(env.sql, plain, (id) => createMysqlBackend(env.sql, { id }), v, `native ${JSON.stringify(v)}`);
-    calls += await exercise(env.sql, plain, (id) => createMysqlBackend(wrapped, { id }), v, `wrapped ${JSON.stringify(v)}`);
+    calls += await exercise(
+      env.sql,
+      plain,
+      (id) => createMysqlBackend(env.sql, { id }),
+      v,
+      `native ${JSON.stringify(v)}`,
+    );
+    calls += await exercise(
+      env.sql,
+      plain,
+      (id) => createMysqlBackend(wrapped, { id }),
+      v,
+      `wrapped ${JSON.stringify(v)}`,
+    );
   }
   const ms = performance.now() - t0;
   // No SLEEP(3) was ever executed: 2 × 34 full exercises finish far below 3 s each.
@@ -80,7 +92,9 @@ test('classic injection strings round-trip through every string field; all table
   assert.deepEqual(await countAll(env.sql, 'canary_'), canaryBefore, 'canary tables untouched');
   const c = await canary.store.loadRunRow(sentinel.runId);
   assert.deepEqual([c.status, c.input], ['pending', { alive: true }]);
-  t.diagnostic(`injection: ${INJECTIONS.length} strings × every string field × 2 Sql paths = ${calls} port calls; all values exact, 12/12 tables intact`);
+  t.diagnostic(
+    `injection: ${INJECTIONS.length} strings × every string field × 2 Sql paths = ${calls} port calls; all values exact, 12/12 tables intact`,
+  );
 });
 
 test('injection strings in arguments that are not free text are refused by validation', async (t) => {
@@ -93,14 +107,29 @@ test('injection strings in arguments that are not free text are refused by valid
       [() => b.store.suspendRun('r', v), 'status'],
       [() => b.store.markTerminal('r', { status: v }), 'outcome.status'],
       [() => b.store.checkpointStep({ runId: 'r', cursorKey: 'k', status: v, attempts: 1 }), 'checkpoint.status'],
-      [() => b.store.upsertCron({ name: 'c', schedule: '* * * * *', flowName: 'f', flowVersion: 1, overlap: v, nextRunAt: new Date() }), 'spec.overlap'],
+      [
+        () =>
+          b.store.upsertCron({
+            name: 'c',
+            schedule: '* * * * *',
+            flowName: 'f',
+            flowVersion: 1,
+            overlap: v,
+            nextRunAt: new Date(),
+          }),
+        'spec.overlap',
+      ],
       [() => b.queue.claim({ limit: v, leaseMs: 1000 }), 'opts.limit'],
       [() => b.store.orphanedRuns(v), 'limit'],
       [() => b.store.startRun({ name: 'f', version: v, input: 1 }), 'spec.version'],
     ];
     for (const [call, name] of probes) {
       n++;
-      await assert.rejects(call(), (e) => e instanceof TypeError && e.message.includes(name), `${name} = ${JSON.stringify(v)}`);
+      await assert.rejects(
+        call(),
+        (e) => e instanceof TypeError && e.message.includes(name),
+        `${name} = ${JSON.stringify(v)}`,
+      );
     }
   }
   // Strings passed as user query parameters are data, never SQL.
@@ -111,7 +140,9 @@ test('injection strings in arguments that are not free text are refused by valid
     n++;
   }
   assert.deepEqual(await tableNames(env.sql), [...TABLES, ...TABLES.map((x) => `canary_${x}`)].sort());
-  t.diagnostic(`injection: ${n} further probes (cursor/status/overlap/limit/version fields refused; user query params stayed data)`);
+  t.diagnostic(
+    `injection: ${n} further probes (cursor/status/overlap/limit/version fields refused; user query params stayed data)`,
+  );
 });
 
 /** Every injection string through every field, native and wrapped, over `sql`. */
@@ -126,54 +157,79 @@ async function allInjections(sql) {
   return calls;
 }
 
-test('one pool whose connections disagree on NO_BACKSLASH_ESCAPES: every value still round-trips', { timeout: 60_000 }, async (t) => {
-  const sql = mysqlPool(`${env.url}${env.url.includes('?') ? '&' : '?'}connectionLimit=4`);
-  try {
-    // Four transactions at once pin the four connections; two of them switch their session to
-    // NO_BACKSLASH_ESCAPES (a session setting: it outlives the transaction on that connection).
-    let arrived = 0;
-    let go;
-    const all = new Promise((r) => { go = r; });
-    const ids = await Promise.all([0, 1, 2, 3].map((i) => sql.tx(async (h) => {
-      if (i % 2) await h.query("SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')");
-      if (++arrived === 4) go();
-      await all;
-      const [row] = await h.query("SELECT CONNECTION_ID() AS id, @@sql_mode LIKE '%NO_BACKSLASH_ESCAPES%' AS nbe");
-      return [Number(row.id), Number(row.nbe)];
-    })));
-    assert.equal(new Set(ids.map((x) => x[0])).size, 4, 'four distinct connections');
-    assert.deepEqual(ids.map((x) => x[1]).sort(), [0, 0, 1, 1], 'two of them use NO_BACKSLASH_ESCAPES');
-    const calls = await allInjections(sql);
-    // the mix is still there afterwards (nothing reset it)
-    const modes = await Promise.all(Array.from({ length: 8 }, () => sql.query("SELECT @@sql_mode LIKE '%NO_BACKSLASH_ESCAPES%' AS nbe, SLEEP(0.02)")));
-    assert.ok(modes.some((r) => Number(r[0].nbe) === 1), 'NO_BACKSLASH_ESCAPES connections still in the pool');
-    assert.deepEqual(await tableNames(env.sql), [...TABLES, ...TABLES.map((x) => `canary_${x}`)].sort());
-    t.diagnostic(`injection: pool of 4 with 2 NO_BACKSLASH_ESCAPES sessions: ${calls} port calls, all values exact`);
-  } finally {
-    await sql.close();
-  }
-});
+test(
+  'one pool whose connections disagree on NO_BACKSLASH_ESCAPES: every value still round-trips',
+  { timeout: 60_000 },
+  async (t) => {
+    const sql = mysqlPool(`${env.url}${env.url.includes('?') ? '&' : '?'}connectionLimit=4`);
+    try {
+      // Four transactions at once pin the four connections; two of them switch their session to
+      // NO_BACKSLASH_ESCAPES (a session setting: it outlives the transaction on that connection).
+      let arrived = 0;
+      let go;
+      const all = new Promise((r) => {
+        go = r;
+      });
+      const ids = await Promise.all(
+        [0, 1, 2, 3].map((i) =>
+          sql.tx(async (h) => {
+            if (i % 2) await h.query("SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')");
+            if (++arrived === 4) go();
+            await all;
+            const [row] = await h.query(
+              "SELECT CONNECTION_ID() AS id, @@sql_mode LIKE '%NO_BACKSLASH_ESCAPES%' AS nbe",
+            );
+            return [Number(row.id), Number(row.nbe)];
+          }),
+        ),
+      );
+      assert.equal(new Set(ids.map((x) => x[0])).size, 4, 'four distinct connections');
+      assert.deepEqual(ids.map((x) => x[1]).sort(), [0, 0, 1, 1], 'two of them use NO_BACKSLASH_ESCAPES');
+      const calls = await allInjections(sql);
+      // the mix is still there afterwards (nothing reset it)
+      const modes = await Promise.all(
+        Array.from({ length: 8 }, () =>
+          sql.query("SELECT @@sql_mode LIKE '%NO_BACKSLASH_ESCAPES%' AS nbe, SLEEP(0.02)"),
+        ),
+      );
+      assert.ok(
+        modes.some((r) => Number(r[0].nbe) === 1),
+        'NO_BACKSLASH_ESCAPES connections still in the pool',
+      );
+      assert.deepEqual(await tableNames(env.sql), [...TABLES, ...TABLES.map((x) => `canary_${x}`)].sort());
+      t.diagnostic(`injection: pool of 4 with 2 NO_BACKSLASH_ESCAPES sessions: ${calls} port calls, all values exact`);
+    } finally {
+      await sql.close();
+    }
+  },
+);
 
-test('a server running with NO_BACKSLASH_ESCAPES globally: every value still round-trips', { timeout: 90_000 }, async (t) => {
-  const server = await startPrivateServer({
-    extraArgs: ['--sql-mode=NO_BACKSLASH_ESCAPES,STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'],
-  });
-  let sql;
-  try {
-    const boot = mysqlPool(server.url);
-    await boot.query('CREATE DATABASE nbe CHARACTER SET utf8mb4');
-    await boot.close();
-    sql = mysqlPool(`${server.url}nbe`);
-    const [{ mode }] = await sql.query('SELECT @@sql_mode AS mode');
-    assert.match(mode, /NO_BACKSLASH_ESCAPES/);
-    await applySchema(sql);
-    const calls = await allInjections(sql);
-    const [{ v }] = await sql.query('SELECT ? AS v', ["\\' OR 1=1 -- \\"]);
-    assert.equal(v, "\\' OR 1=1 -- \\");
-    assert.deepEqual(await tableNames(sql), [...TABLES].sort());
-    t.diagnostic(`injection: server-wide NO_BACKSLASH_ESCAPES: ${calls} port calls, all values exact`);
-  } finally {
-    if (sql) await sql.close();
-    await server.stop();
-  }
-});
+test(
+  'a server running with NO_BACKSLASH_ESCAPES globally: every value still round-trips',
+  { timeout: 90_000 },
+  async (t) => {
+    const server = await startPrivateServer({
+      extraArgs: [
+        '--sql-mode=NO_BACKSLASH_ESCAPES,STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION',
+      ],
+    });
+    let sql;
+    try {
+      const boot = mysqlPool(server.url);
+      await boot.query('CREATE DATABASE nbe CHARACTER SET utf8mb4');
+      await boot.close();
+      sql = mysqlPool(`${server.url}nbe`);
+      const [{ mode }] = await sql.query('SELECT @@sql_mode AS mode');
+      assert.match(mode, /NO_BACKSLASH_ESCAPES/);
+      await applySchema(sql);
+      const calls = await allInjections(sql);
+      const [{ v }] = await sql.query('SELECT ? AS v', ["\\' OR 1=1 -- \\"]);
+      assert.equal(v, "\\' OR 1=1 -- \\");
+      assert.deepEqual(await tableNames(sql), [...TABLES].sort());
+      t.diagnostic(`injection: server-wide NO_BACKSLASH_ESCAPES: ${calls} port calls, all values exact`);
+    } finally {
+      if (sql) await sql.close();
+      await server.stop();
+    }
+  },
+);

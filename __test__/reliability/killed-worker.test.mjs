@@ -64,8 +64,12 @@ function runChild(trial) {
     });
     let out = '';
     let err = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { err = (err + d).slice(-2000); });
+    child.stdout.on('data', (d) => {
+      out += d;
+    });
+    child.stderr.on('data', (d) => {
+      err = (err + d).slice(-2000);
+    });
     let hung = false;
     const timer = setTimeout(() => {
       hung = true;
@@ -149,67 +153,87 @@ async function inspect(db, tr) {
   );
   const done = r.status === 'done' && r.output !== null && JSON.parse(r.output).k === tr.k;
   return {
-    terminal: done ? true : r.status === 'running' && r.output === null ? false : `status ${r.status}, output ${r.output}`,
+    terminal: done
+      ? true
+      : r.status === 'running' && r.output === null
+        ? false
+        : `status ${r.status}, output ${r.output}`,
     enqueue: Number(r.parentJob) === 1,
     cancelTimers: Number(r.timer) === 0,
   };
 }
 
-test(`a worker SIGKILLed 0–${MAX_DELAY_MS} ms after sending an outbox call leaves nothing or everything (${TRIALS} trials)`, { timeout: 180_000 }, async (t) => {
-  const db = env.db.database;
-  const rng = rngOf(SEED);
-  const trials = Array.from({ length: TRIALS }, (_, i) => ({
-    method: i % 2 === 0 ? 'checkpointStep' : 'markTerminal',
-    k: i + 1,
-    parent: `p${i + 1}`,
-    child: `c${i + 1}`,
-    sigs: [`g${i + 1}a`, `g${i + 1}b`],
-    padBytes: i % 4 >= 2 ? LARGE : 0,
-    delayMs: Math.round(rng() * MAX_DELAY_MS * 1000) / 1000,
-  }));
-  await prepareAll(db, trials);
+test(
+  `a worker SIGKILLed 0–${MAX_DELAY_MS} ms after sending an outbox call leaves nothing or everything (${TRIALS} trials)`,
+  { timeout: 180_000 },
+  async (t) => {
+    const db = env.db.database;
+    const rng = rngOf(SEED);
+    const trials = Array.from({ length: TRIALS }, (_, i) => ({
+      method: i % 2 === 0 ? 'checkpointStep' : 'markTerminal',
+      k: i + 1,
+      parent: `p${i + 1}`,
+      child: `c${i + 1}`,
+      sigs: [`g${i + 1}a`, `g${i + 1}b`],
+      padBytes: i % 4 >= 2 ? LARGE : 0,
+      delayMs: Math.round(rng() * MAX_DELAY_MS * 1000) / 1000,
+    }));
+    await prepareAll(db, trials);
 
-  const t0 = performance.now();
-  const fig = new Map(); // `${method} ${bucket}` -> { committed, rolledBack, partial }
-  const problems = [];
-  const partials = [];
-  let maxGoneMs = 0;
-  for (const tr of trials) {
-    const res = await runChild(tr);
-    if (res.signal !== 'SIGKILL' || res.connId === null) {
-      problems.push(`trial ${tr.k}: the child ended with ${res.signal || `exit ${res.code}`} before/without its call: ${res.stderr.trim().split('\n').pop()}`);
-      continue;
+    const t0 = performance.now();
+    const fig = new Map(); // `${method} ${bucket}` -> { committed, rolledBack, partial }
+    const problems = [];
+    const partials = [];
+    let maxGoneMs = 0;
+    for (const tr of trials) {
+      const res = await runChild(tr);
+      if (res.signal !== 'SIGKILL' || res.connId === null) {
+        problems.push(
+          `trial ${tr.k}: the child ended with ${res.signal || `exit ${res.code}`} before/without its call: ${res.stderr.trim().split('\n').pop()}`,
+        );
+        continue;
+      }
+      try {
+        maxGoneMs = Math.max(maxGoneMs, await waitSessionGone(res.connId));
+      } catch (e) {
+        problems.push(`trial ${tr.k}: ${e.message}`);
+        continue;
+      }
+      const parts = await inspect(db, tr);
+      const state = classify(parts);
+      const ms = Math.min(MAX_DELAY_MS - 1, Math.floor(tr.delayMs));
+      const key = `${tr.method}, ${tr.padBytes ? '1 MB value' : 'small values'}, killed ${ms}–${ms + 1} ms after the call`;
+      if (!fig.has(key)) fig.set(key, { committed: 0, rolledBack: 0, partial: 0 });
+      fig.get(key)[state]++;
+      if (state === 'partial') {
+        const applied = Object.entries(parts)
+          .filter(([, v]) => v === true)
+          .map(([n]) => n);
+        partials.push(
+          `trial ${tr.k} (${tr.method}${tr.padBytes ? ', 1 MB value' : ''}, killed after ${tr.delayMs} ms): applied only [${applied.join(', ')}]`,
+        );
+      }
     }
-    try {
-      maxGoneMs = Math.max(maxGoneMs, await waitSessionGone(res.connId));
-    } catch (e) {
-      problems.push(`trial ${tr.k}: ${e.message}`);
-      continue;
-    }
-    const parts = await inspect(db, tr);
-    const state = classify(parts);
-    const ms = Math.min(MAX_DELAY_MS - 1, Math.floor(tr.delayMs));
-    const key = `${tr.method}, ${tr.padBytes ? '1 MB value' : 'small values'}, killed ${ms}–${ms + 1} ms after the call`;
-    if (!fig.has(key)) fig.set(key, { committed: 0, rolledBack: 0, partial: 0 });
-    fig.get(key)[state]++;
-    if (state === 'partial') {
-      const applied = Object.entries(parts).filter(([, v]) => v === true).map(([n]) => n);
-      partials.push(`trial ${tr.k} (${tr.method}${tr.padBytes ? ', 1 MB value' : ''}, killed after ${tr.delayMs} ms): applied only [${applied.join(', ')}]`);
-    }
-  }
-  const elapsed = Math.round(performance.now() - t0);
+    const elapsed = Math.round(performance.now() - t0);
 
-  const sum = (s) => [...fig.values()].reduce((n, f) => n + f[s], 0);
-  t.diagnostic(`killed-worker: ${TRIALS} trials (seed ${SEED}; half with a 1 MB value), SIGKILL 0–${MAX_DELAY_MS} ms after the call; ` +
-    `committed-whole ${sum('committed')}, rolled-back-whole ${sum('rolledBack')}, partial ${sum('partial')}; ` +
-    `server done with a session ≤ ${Math.round(maxGoneMs)} ms after the kill; ${elapsed} ms`);
-  for (const [key, f] of [...fig].sort()) {
-    t.diagnostic(`  ${key}: committed-whole ${f.committed}, rolled-back-whole ${f.rolledBack}, partial ${f.partial}`);
-  }
-  for (const p of partials.slice(0, 6)) t.diagnostic(`  e.g. ${p}`);
-  for (const p of problems.slice(0, 6)) t.diagnostic(`  problem: ${p}`);
+    const sum = (s) => [...fig.values()].reduce((n, f) => n + f[s], 0);
+    t.diagnostic(
+      `killed-worker: ${TRIALS} trials (seed ${SEED}; half with a 1 MB value), SIGKILL 0–${MAX_DELAY_MS} ms after the call; ` +
+        `committed-whole ${sum('committed')}, rolled-back-whole ${sum('rolledBack')}, partial ${sum('partial')}; ` +
+        `server done with a session ≤ ${Math.round(maxGoneMs)} ms after the kill; ${elapsed} ms`,
+    );
+    for (const [key, f] of [...fig].sort()) {
+      t.diagnostic(`  ${key}: committed-whole ${f.committed}, rolled-back-whole ${f.rolledBack}, partial ${f.partial}`);
+    }
+    for (const p of partials.slice(0, 6)) t.diagnostic(`  e.g. ${p}`);
+    for (const p of problems.slice(0, 6)) t.diagnostic(`  problem: ${p}`);
 
-  assert.equal(sum('partial'), 0, `units left half-applied by a killed worker: ${partials.length} (${partials.slice(0, 3).join('; ')})`);
-  assert.deepEqual(problems, [], 'every child died by SIGKILL with its call sent, and the server ended its session');
-  assert.ok(sum('rolledBack') > 0 || sum('committed') > 0, 'trials were classified');
-});
+    assert.equal(
+      sum('partial'),
+      0,
+      `units left half-applied by a killed worker: ${partials.length} (${partials.slice(0, 3).join('; ')})`,
+    );
+    assert.deepEqual(problems, [], 'every child died by SIGKILL with its call sent, and the server ended its session');
+    assert.ok(sum('rolledBack') > 0 || sum('committed') > 0, 'trials were classified');
+  },
+);

@@ -28,7 +28,13 @@ export function wrapSql(inner) {
 async function bystanderRows(sql, id) {
   const t = tables('');
   const out = {};
-  for (const [table, col] of [['run', 'id'], ['step', 'run_id'], ['job', 'run_id'], ['timer', 'run_id'], ['signal', 'run_id']]) {
+  for (const [table, col] of [
+    ['run', 'id'],
+    ['step', 'run_id'],
+    ['job', 'run_id'],
+    ['timer', 'run_id'],
+    ['signal', 'run_id'],
+  ]) {
     out[table] = await sql.query(`SELECT * FROM ${t[table]} WHERE ${col} = ? ORDER BY 1`, [id]);
   }
   out.cron = await sql.query(`SELECT * FROM ${t.cron} WHERE name = ?`, ['bystander']);
@@ -38,13 +44,24 @@ async function bystanderRows(sql, id) {
 async function plantBystander(sql, backend) {
   const { store, queue, timer } = backend;
   const { runId } = await store.startRun({
-    name: 'bystander', version: 1, input: { b: 1 }, idempotencyKey: 'bystander', tags: ['bystander'],
+    name: 'bystander',
+    version: 1,
+    input: { b: 1 },
+    idempotencyKey: 'bystander',
+    tags: ['bystander'],
   });
   await store.postSignal(runId, 'bsig', 1, { idempotencyKey: 'b' });
   await queue.enqueue(runId, { runAt: FAR });
   await timer.schedule(runId, FAR);
   await store.checkpointStep({ runId, cursorKey: 'b0', status: 'ok', result: 'b', attempts: 1, shape: 'step:b' });
-  await store.upsertCron({ name: 'bystander', schedule: '* * * * *', flowName: 'bystander', flowVersion: 1, input: null, nextRunAt: FAR });
+  await store.upsertCron({
+    name: 'bystander',
+    schedule: '* * * * *',
+    flowName: 'bystander',
+    flowVersion: 1,
+    input: null,
+    nextRunAt: FAR,
+  });
   return runId;
 }
 
@@ -73,20 +90,42 @@ export async function exercise(sql, plain, backendFor, v, label = JSON.stringify
   });
   const { store, queue, timer } = b;
   let calls = 0;
-  const c = (p) => { calls++; return p; };
+  const c = (p) => {
+    calls++;
+    return p;
+  };
   const msg = (what) => `${label}: ${what}`;
 
   // -- runs -------------------------------------------------------------------------------------
   const input = { s: v, [v]: v, arr: [v, { k: v }], n: 1 };
-  const spec = { name: v, version: 1, input, idempotencyKey: v, tags: [v, 'plain'], parentRunId: v, parentCursorKey: v };
+  const spec = {
+    name: v,
+    version: 1,
+    input,
+    idempotencyKey: v,
+    tags: [v, 'plain'],
+    parentRunId: v,
+    parentCursorKey: v,
+  };
   const started = await c(store.startRun(spec));
   assert.deepEqual(started, { runId: v, created: true, status: 'pending' }, msg('startRun'));
   const again = await c(store.startRun(spec));
   assert.deepEqual(again, { runId: v, created: false, status: 'pending' }, msg('idempotent startRun by key'));
 
   const expectRun = {
-    id: v, name: v, version: 1, status: 'pending', input, attempts: 0, output: undefined, error: undefined,
-    idempotencyKey: v, tags: [v, 'plain'], parentRunId: v, parentCursorKey: v, depth: 0,
+    id: v,
+    name: v,
+    version: 1,
+    status: 'pending',
+    input,
+    attempts: 0,
+    output: undefined,
+    error: undefined,
+    idempotencyKey: v,
+    tags: [v, 'plain'],
+    parentRunId: v,
+    parentCursorKey: v,
+    depth: 0,
   };
   const snap = await c(store.loadRun(v));
   assert.ok(snap, msg('loadRun finds the run'));
@@ -107,11 +146,23 @@ export async function exercise(sql, plain, backendFor, v, label = JSON.stringify
   assert.deepEqual(ids1(await c(store.listRuns({ name: v }, { limit: 5 }))), [v], msg('listRuns name filter'));
   assert.deepEqual(ids1(await c(store.listRuns({ tag: v }, { limit: 5 }))), [v], msg('listRuns tag filter'));
   assert.deepEqual(ids1(await c(store.listRuns({ status: ['pending'], name: v, tag: v }, { limit: 5 }))), [v]);
-  assert.deepEqual((await c(store.childrenOf(v))).map((r) => r.id), [v], msg('childrenOf (self-parented)'));
+  assert.deepEqual(
+    (await c(store.childrenOf(v))).map((r) => r.id),
+    [v],
+    msg('childrenOf (self-parented)'),
+  );
 
   // -- signals ----------------------------------------------------------------------------------
-  assert.deepEqual(await c(store.postSignal(v, v, { p: v }, { idempotencyKey: v })), { delivered: true }, msg('postSignal'));
-  assert.deepEqual(await c(store.postSignal(v, v, { p: 'dup' }, { idempotencyKey: v })), { delivered: false }, msg('postSignal dedup by key'));
+  assert.deepEqual(
+    await c(store.postSignal(v, v, { p: v }, { idempotencyKey: v })),
+    { delivered: true },
+    msg('postSignal'),
+  );
+  assert.deepEqual(
+    await c(store.postSignal(v, v, { p: 'dup' }, { idempotencyKey: v })),
+    { delivered: false },
+    msg('postSignal dedup by key'),
+  );
   const sigs = (await c(store.loadRun(v))).signals;
   assert.equal(sigs.length, 1);
   const sigId = sigs[0].id;
@@ -121,18 +172,31 @@ export async function exercise(sql, plain, backendFor, v, label = JSON.stringify
   // -- steps and the outbox ---------------------------------------------------------------------
   assert.equal(await c(store.markRunning(v)), 1, msg('markRunning'));
   const child = `${v}~child`;
-  const childSpec = { name: v, version: 2, input: v, idempotencyKey: v, tags: [v], parentRunId: v, parentCursorKey: v, depth: 1 };
+  const childSpec = {
+    name: v,
+    version: 2,
+    input: v,
+    idempotencyKey: v,
+    tags: [v],
+    parentRunId: v,
+    parentCursorKey: v,
+    depth: 1,
+  };
   const cp = { runId: v, cursorKey: v, status: 'ok', result: { r: v }, attempts: 1, shape: v };
-  const outcome = await c(store.checkpointStep(cp, {
-    spawn: [{ runId: child, spec: childSpec }],
-    enqueue: [{ runId: v, opts: { priority: 1 } }],
-    timers: [{ runId: v, fireAt: at(1000) }],
-    consumeSignals: [sigId],
-    joinTarget: { runId: v, count: 2 },
-  }));
+  const outcome = await c(
+    store.checkpointStep(cp, {
+      spawn: [{ runId: child, spec: childSpec }],
+      enqueue: [{ runId: v, opts: { priority: 1 } }],
+      timers: [{ runId: v, fireAt: at(1000) }],
+      consumeSignals: [sigId],
+      joinTarget: { runId: v, count: 2 },
+    }),
+  );
   const expectStep = { status: 'ok', result: { r: v }, error: undefined, attempts: 1, shape: v };
   assert.deepEqual(outcome, expectStep, msg('checkpointStep returns the stored outcome'));
-  const replay = await c(store.checkpointStep({ ...cp, result: 'loser', shape: 'other' }, { enqueue: [{ runId: 'never' }] }));
+  const replay = await c(
+    store.checkpointStep({ ...cp, result: 'loser', shape: 'other' }, { enqueue: [{ runId: 'never' }] }),
+  );
   assert.deepEqual(replay, expectStep, msg('first writer wins on the same cursor key'));
   const snap2 = await c(store.loadRun(v));
   assert.equal(snap2.steps.size, 1);
@@ -142,8 +206,22 @@ export async function exercise(sql, plain, backendFor, v, label = JSON.stringify
   assert.ok(kid, msg('spawned child exists'));
   assert.deepEqual(
     { ...kid, createdAt: undefined },
-    { id: child, name: v, version: 2, status: 'pending', input: v, attempts: 0, output: undefined, error: undefined,
-      idempotencyKey: v, tags: [v], parentRunId: v, parentCursorKey: v, depth: 1, createdAt: undefined },
+    {
+      id: child,
+      name: v,
+      version: 2,
+      status: 'pending',
+      input: v,
+      attempts: 0,
+      output: undefined,
+      error: undefined,
+      idempotencyKey: v,
+      tags: [v],
+      parentRunId: v,
+      parentCursorKey: v,
+      depth: 1,
+      createdAt: undefined,
+    },
     msg('spawned child round-trips'),
   );
   assert.deepEqual((await c(store.childrenOf(v))).map((r) => r.id).sort(), [v, child].sort());
@@ -177,7 +255,11 @@ export async function exercise(sql, plain, backendFor, v, label = JSON.stringify
   assert.equal(depth.claimable, 1, msg('depth after ack: only the released run'));
   assert.equal(depth.leased, 0);
   const relet = await c(queue.claim({ limit: 10, leaseMs: 1000, now: at(40) }));
-  assert.deepEqual(relet.map((l) => l.runId), [v], msg('released job is claimable again'));
+  assert.deepEqual(
+    relet.map((l) => l.runId),
+    [v],
+    msg('released job is claimable again'),
+  );
   await c(queue.ack(relet[0], { now: at(41) }));
 
   // -- run lifecycle ----------------------------------------------------------------------------
@@ -192,7 +274,11 @@ export async function exercise(sql, plain, backendFor, v, label = JSON.stringify
   const failed = await c(store.loadRunRow(v));
   assert.equal(failed.status, 'failed');
   assert.deepEqual(failed.error, err, msg('terminal error round-trips'));
-  assert.deepEqual(await c(timer.dueBatch({ now: new Date(FAR.getTime() - 1), limit: 10 })), [], msg('cancelTimers removed the timer'));
+  assert.deepEqual(
+    await c(timer.dueBatch({ now: new Date(FAR.getTime() - 1), limit: 10 })),
+    [],
+    msg('cancelTimers removed the timer'),
+  );
   assert.deepEqual(await c(store.retryRun(v)), { retried: true }, msg('retryRun'));
   assert.deepEqual(await c(store.retryRun(v)), { retried: false });
   const retried = await c(store.loadRunRow(v));
@@ -207,22 +293,52 @@ export async function exercise(sql, plain, backendFor, v, label = JSON.stringify
   assert.equal(stats.pending, 2, msg('runStats: child + bystander pending'));
 
   // -- cron -------------------------------------------------------------------------------------
-  await c(store.upsertCron({ name: v, schedule: v, flowName: v, flowVersion: 3, input: { c: v }, overlap: 'skip', nextRunAt: at(100) }));
+  await c(
+    store.upsertCron({
+      name: v,
+      schedule: v,
+      flowName: v,
+      flowVersion: 3,
+      input: { c: v },
+      overlap: 'skip',
+      nextRunAt: at(100),
+    }),
+  );
   const due = await c(store.dueCrons(at(100), 10));
-  assert.deepEqual(due, [{
-    name: v, schedule: v, flowName: v, flowVersion: 3, input: { c: v }, overlap: 'skip', nextRunAt: at(100), lastRunAt: undefined,
-  }], msg('cron round-trips'));
+  assert.deepEqual(
+    due,
+    [
+      {
+        name: v,
+        schedule: v,
+        flowName: v,
+        flowVersion: 3,
+        input: { c: v },
+        overlap: 'skip',
+        nextRunAt: at(100),
+        lastRunAt: undefined,
+      },
+    ],
+    msg('cron round-trips'),
+  );
   assert.equal(await c(store.advanceCron(v, at(100), at(200), at(100))), true, msg('advanceCron'));
   assert.equal(await c(store.advanceCron(v, at(100), at(200), at(100))), false, msg('advanceCron loser'));
   assert.deepEqual(await c(store.dueCrons(at(150), 10)), []);
 
   // -- retention --------------------------------------------------------------------------------
-  assert.equal(await c(store.deleteRunsOlderThan(new Date(FAR.getTime() + 1), 100)), 1, msg('retention deletes the done run only'));
+  assert.equal(
+    await c(store.deleteRunsOlderThan(new Date(FAR.getTime() + 1), 100)),
+    1,
+    msg('retention deletes the done run only'),
+  );
   assert.equal(await c(store.loadRun(v)), undefined);
 
   // -- what is left -----------------------------------------------------------------------------
   assert.equal(await bystanderRows(sql, by), byBefore, msg('bystander rows untouched'));
-  assert.deepEqual(await countAll(sql), { run: 2, step: 1, job: 1, timer: 1, signal: 1, cron: 2 },
-    msg('exactly the expected rows remain (bystander + child + the cron)'));
+  assert.deepEqual(
+    await countAll(sql),
+    { run: 2, step: 1, job: 1, timer: 1, signal: 1, cron: 2 },
+    msg('exactly the expected rows remain (bystander + child + the cron)'),
+  );
   return calls;
 }

@@ -51,7 +51,12 @@ function views(x) {
   push('util.format %o', () => util.format('%o', x));
   push('util.format %j', () => util.format('%j', x));
   if (x && typeof x === 'object') {
-    push('own keys', () => util.inspect(Reflect.ownKeys(x).map((k) => [String(k), x[k]]), { showHidden: true, depth: 4 }));
+    push('own keys', () =>
+      util.inspect(
+        Reflect.ownKeys(x).map((k) => [String(k), x[k]]),
+        { showHidden: true, depth: 4 },
+      ),
+    );
     if (x instanceof Error) {
       push('stack', () => x.stack);
       push('message', () => x.message);
@@ -66,7 +71,8 @@ function assertClean(label, x, secrets = [SECRET]) {
   let n = 0;
   for (const [what, text] of views(x)) {
     n++;
-    for (const s of secrets) assert.ok(!text.includes(s), `${label} / ${what} leaks ${JSON.stringify(s)}: ${text.slice(0, 300)}`);
+    for (const s of secrets)
+      assert.ok(!text.includes(s), `${label} / ${what} leaks ${JSON.stringify(s)}: ${text.slice(0, 300)}`);
   }
   return n;
 }
@@ -96,7 +102,10 @@ test('the pool, the backend and errors never show the password', { timeout: 60_0
   assert.ok(ok.ok, ok.error && ok.error.message);
   assert.match(ok.value[0].u, new RegExp(`^${PASSWORD_USER.user}@`));
   assert.ok((await settle(fromOpts.query('SELECT 1'))).ok);
-  for (const [label, sql] of [['pool from URL', fromUrl], ['pool from options', fromOpts]]) {
+  for (const [label, sql] of [
+    ['pool from URL', fromUrl],
+    ['pool from options', fromOpts],
+  ]) {
     checked += assertClean(label, sql);
     const b = createMysqlBackend(sql);
     checked += assertClean(`${label}: backend`, b);
@@ -124,7 +133,10 @@ test('the pool, the backend and errors never show the password', { timeout: 60_0
   // wrong password: a clear "Access denied", and neither password in any view
   for (const [label, sql] of [
     ['wrong password (URL)', mysqlPool(userUrl(WRONG, '?acquireTimeoutMs=3000'))],
-    ['wrong password (options)', mysqlPool({ host, port, user: PASSWORD_USER.user, password: WRONG, acquireTimeoutMs: 3000 })],
+    [
+      'wrong password (options)',
+      mysqlPool({ host, port, user: PASSWORD_USER.user, password: WRONG, acquireTimeoutMs: 3000 }),
+    ],
   ]) {
     const r = await settle(sql.query('SELECT 1'));
     assert.equal(r.ok, false, `${label}: must fail`);
@@ -164,13 +176,18 @@ test('the pool, the backend and errors never show the password', { timeout: 60_0
     assert.ok(err instanceof Error, `${label}: mysqlPool throws`);
     checked += assertClean(label, err);
   }
-  t.diagnostic(`secrets: ${checked} textual views (inspect/String/JSON/stack/…) of pools, backends and 20+ errors checked; "${SECRET}" found in 0`);
+  t.diagnostic(
+    `secrets: ${checked} textual views (inspect/String/JSON/stack/…) of pools, backends and 20+ errors checked; "${SECRET}" found in 0`,
+  );
 });
 
 test('requiring TLS against a server without TLS fails clearly and promptly', { timeout: 60_000 }, async (t) => {
   const cases = [
     ['sslmode=REQUIRED URL', mysqlPool(`${db.url}?sslmode=REQUIRED&acquireTimeoutMs=5000`)],
-    ['{ ssl: true } option', mysqlPool({ host, port, user: 'root', database: db.database, ssl: true, acquireTimeoutMs: 5000 })],
+    [
+      '{ ssl: true } option',
+      mysqlPool({ host, port, user: 'root', database: db.database, ssl: true, acquireTimeoutMs: 5000 }),
+    ],
     ['password user + sslmode=REQUIRED', mysqlPool(userUrl(SECRET, '?sslmode=REQUIRED&acquireTimeoutMs=5000'))],
   ];
   const lines = [];
@@ -182,7 +199,11 @@ test('requiring TLS against a server without TLS fails clearly and promptly', { 
     ]) {
       const r = await settle(call());
       assert.equal(r.ok, false, `${label} / ${what}: must not silently connect without TLS`);
-      assert.match(r.error.message, /SSL|TLS/i, `${label} / ${what}: the error says TLS is the problem: ${r.error.message}`);
+      assert.match(
+        r.error.message,
+        /SSL|TLS/i,
+        `${label} / ${what}: the error says TLS is the problem: ${r.error.message}`,
+      );
       assert.ok(r.ms < 4000, `${label} / ${what}: fails promptly (${r.ms.toFixed(0)} ms)`);
       assertClean(`${label} / ${what}`, r.error);
       if (what === 'query') lines.push(`${label}: ${r.error.message} (${r.ms.toFixed(0)} ms)`);

@@ -25,13 +25,23 @@ after(async () => env && env.close());
 function runChild(file, extraEnv, ms = 20_000) {
   return new Promise((resolve) => {
     const t0 = performance.now();
-    const child = spawn(process.execPath, [file], { env: { ...process.env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [file], {
+      env: { ...process.env, ...extraEnv },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
     let timedOut = false;
-    const timer = setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, ms);
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, ms);
     child.once('close', (code, signal) => {
       clearTimeout(timer);
       resolve({ code, signal, stdout, stderr, timedOut, ms: performance.now() - t0 });
@@ -71,30 +81,46 @@ async function tenSlowThenClose(sql) {
   return { results, ms: performance.now() - t0 };
 }
 
-test('after close(), every kind of call rejects at once with a clear error; close() is idempotent', { timeout: 30_000 }, async (t) => {
-  const sql = mysqlPool(env.url);
-  const b = createMysqlBackend(sql);
-  assert.equal(sql.closed, false);
-  await b.store.runStats();
-  await sql.close();
-  const messages = await assertClosedErrors(sql, b);
-  await sql.close(); // idempotent
-  t.diagnostic(`shutdown: 6 kinds of calls after close() rejected at once: ${messages.map((m) => JSON.stringify(m)).join(' / ')}`);
-});
+test(
+  'after close(), every kind of call rejects at once with a clear error; close() is idempotent',
+  { timeout: 30_000 },
+  async (t) => {
+    const sql = mysqlPool(env.url);
+    const b = createMysqlBackend(sql);
+    assert.equal(sql.closed, false);
+    await b.store.runStats();
+    await sql.close();
+    const messages = await assertClosedErrors(sql, b);
+    await sql.close(); // idempotent
+    t.diagnostic(
+      `shutdown: 6 kinds of calls after close() rejected at once: ${messages.map((m) => JSON.stringify(m)).join(' / ')}`,
+    );
+  },
+);
 
 test('close() waits for an open transaction, which commits', { timeout: 30_000 }, async () => {
   const sql = mysqlPool(env.url);
   const b = createMysqlBackend(sql);
   let release;
-  const gate = new Promise((r) => { release = r; });
+  const gate = new Promise((r) => {
+    release = r;
+  });
   const tx = sql.tx(async (h) => {
-    await h.exec('INSERT INTO `cron` (name, schedule, flow_name, flow_version, next_run_at) VALUES (?, ?, ?, ?, ?)', ['shut', '* * * * *', 'f', 1, 0]);
+    await h.exec('INSERT INTO `cron` (name, schedule, flow_name, flow_version, next_run_at) VALUES (?, ?, ?, ?, ?)', [
+      'shut',
+      '* * * * *',
+      'f',
+      1,
+      0,
+    ]);
     await gate;
     return (await h.query('SELECT 2 AS x'))[0].x;
   });
   await new Promise((r) => setTimeout(r, 50));
   let closed = false;
-  const closing = sql.close().then(() => { closed = true; });
+  const closing = sql.close().then(() => {
+    closed = true;
+  });
   await new Promise((r) => setTimeout(r, 150));
   assert.equal(closed, false, 'close() is still waiting for the open transaction');
   release();
@@ -121,17 +147,27 @@ test('close() waits for 10 in-flight slow queries: all 10 resolve (5 rounds)', {
   assert.ok(ms >= 150, 'close() did not cut the queries short');
 });
 
-test('close() also lets calls still queued for a connection finish (connectionLimit 4), port calls included', { timeout: 30_000 }, async () => {
-  const sql = mysqlPool(withParams(env.url, { connectionLimit: 4 }));
-  const b = createMysqlBackend(sql);
-  const starts = Array.from({ length: 20 }, (_, i) => b.store.startRun({ name: 'queued', version: 1, input: i }));
-  const { results } = await tenSlowThenClose(sql);
-  assert.deepEqual(results.filter((r) => r.status === 'rejected').map((r) => r.reason.message), []);
-  const s = await Promise.allSettled(starts);
-  assert.deepEqual(s.filter((r) => r.status === 'rejected').map((r) => r.reason.message), []);
-  const [{ n }] = await env.sql.query("SELECT COUNT(*) AS n FROM `run` WHERE name = 'queued'");
-  assert.equal(Number(n), 20);
-});
+test(
+  'close() also lets calls still queued for a connection finish (connectionLimit 4), port calls included',
+  { timeout: 30_000 },
+  async () => {
+    const sql = mysqlPool(withParams(env.url, { connectionLimit: 4 }));
+    const b = createMysqlBackend(sql);
+    const starts = Array.from({ length: 20 }, (_, i) => b.store.startRun({ name: 'queued', version: 1, input: i }));
+    const { results } = await tenSlowThenClose(sql);
+    assert.deepEqual(
+      results.filter((r) => r.status === 'rejected').map((r) => r.reason.message),
+      [],
+    );
+    const s = await Promise.allSettled(starts);
+    assert.deepEqual(
+      s.filter((r) => r.status === 'rejected').map((r) => r.reason.message),
+      [],
+    );
+    const [{ n }] = await env.sql.query("SELECT COUNT(*) AS n FROM `run` WHERE name = 'queued'");
+    assert.equal(Number(n), 20);
+  },
+);
 
 test('a process with an open pool and no pending work exits on its own', { timeout: 60_000 }, async (t) => {
   const lines = [];
@@ -145,23 +181,31 @@ test('a process with an open pool and no pending work exits on its own', { timeo
   t.diagnostic(`shutdown: processes with an open pool exit on their own: ${lines.join(', ')}`);
 });
 
-test('worker_threads: two workers with their own pools (+ one terminated mid-query) and the process exits cleanly', { timeout: 60_000 }, async (t) => {
-  const lines = [];
-  for (const mode of ['close', 'leave', 'terminate']) {
-    const r = await runChild(fixture('threads.mjs'), { THREADS_URL: env.url, THREADS_MODE: mode }, 20_000);
-    assert.equal(r.timedOut, false, `${mode}: the process exits on its own (it hung: ${r.stderr})`);
-    assert.equal(r.code, 0, `${mode}: exit code 0: ${r.stderr}`);
-    assert.match(r.stdout, /^w1 w1 done w1$/m, `${mode}: worker 1 round trip`);
-    assert.match(r.stdout, /^w2 w2 done w2$/m, `${mode}: worker 2 round trip`);
-    assert.match(r.stdout, /^main main done main$/m);
-    if (mode === 'terminate') {
-      assert.match(r.stdout, /^terminated 1$/m);
-      assert.match(r.stdout, /^after after done after$/m, 'the addon still works after a worker was terminated mid-query');
+test(
+  'worker_threads: two workers with their own pools (+ one terminated mid-query) and the process exits cleanly',
+  { timeout: 60_000 },
+  async (t) => {
+    const lines = [];
+    for (const mode of ['close', 'leave', 'terminate']) {
+      const r = await runChild(fixture('threads.mjs'), { THREADS_URL: env.url, THREADS_MODE: mode }, 20_000);
+      assert.equal(r.timedOut, false, `${mode}: the process exits on its own (it hung: ${r.stderr})`);
+      assert.equal(r.code, 0, `${mode}: exit code 0: ${r.stderr}`);
+      assert.match(r.stdout, /^w1 w1 done w1$/m, `${mode}: worker 1 round trip`);
+      assert.match(r.stdout, /^w2 w2 done w2$/m, `${mode}: worker 2 round trip`);
+      assert.match(r.stdout, /^main main done main$/m);
+      if (mode === 'terminate') {
+        assert.match(r.stdout, /^terminated 1$/m);
+        assert.match(
+          r.stdout,
+          /^after after done after$/m,
+          'the addon still works after a worker was terminated mid-query',
+        );
+      }
+      assert.match(r.stdout, /main done\n$/);
+      lines.push(`${mode} ${r.ms.toFixed(0)} ms`);
     }
-    assert.match(r.stdout, /main done\n$/);
-    lines.push(`${mode} ${r.ms.toFixed(0)} ms`);
-  }
-  const [{ n }] = await env.sql.query("SELECT COUNT(*) AS n FROM `run` WHERE name = 'thread' AND status = 'done'");
-  assert.equal(Number(n), 10, 'every thread round trip committed');
-  t.diagnostic(`shutdown: worker_threads (2 workers + main, each its own pool) exit cleanly: ${lines.join(', ')}`);
-});
+    const [{ n }] = await env.sql.query("SELECT COUNT(*) AS n FROM `run` WHERE name = 'thread' AND status = 'done'");
+    assert.equal(Number(n), 10, 'every thread round trip committed');
+    t.diagnostic(`shutdown: worker_threads (2 workers + main, each its own pool) exit cleanly: ${lines.join(', ')}`);
+  },
+);

@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { useDatabase } from './helpers.mjs';
 
 const ctx = useDatabase('sql_dropin', {
-  init: ({ sql }) => sql.query('CREATE TABLE t (id INT PRIMARY KEY, bin VARBINARY(16), txt TEXT, j JSON) ENGINE=InnoDB'),
+  init: ({ sql }) =>
+    sql.query('CREATE TABLE t (id INT PRIMARY KEY, bin VARBINARY(16), txt TEXT, j JSON) ENGINE=InnoDB'),
 });
 
 test('a Buffer parameter is sent as binary and comes back as a Buffer', async () => {

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { useDatabase } from './helpers.mjs';
 
 const ctx = useDatabase('sql_exec', {
-  init: ({ sql }) => sql.query(`CREATE TABLE w (
+  init: ({ sql }) =>
+    sql.query(`CREATE TABLE w (
     id  BIGINT AUTO_INCREMENT PRIMARY KEY,
     k   VARCHAR(32) NOT NULL UNIQUE,
     v   INT NOT NULL DEFAULT 0
@@ -37,8 +38,14 @@ test('affectedRows counts matched rows (found rows), like mysql2', async () => {
   assert.equal((await ctx.sql.exec("INSERT IGNORE INTO w (k) VALUES ('a')")).affectedRows, 0);
   assert.equal((await ctx.sql.exec("INSERT IGNORE INTO w (k) VALUES ('new')")).affectedRows, 1);
   // ON DUPLICATE KEY UPDATE: unchanged duplicate 1 (found rows), changed duplicate 2.
-  assert.equal((await ctx.sql.exec("INSERT INTO w (k, v) VALUES ('a', 1) ON DUPLICATE KEY UPDATE v = VALUES(v)")).affectedRows, 1);
-  assert.equal((await ctx.sql.exec("INSERT INTO w (k, v) VALUES ('a', 9) ON DUPLICATE KEY UPDATE v = VALUES(v)")).affectedRows, 2);
+  assert.equal(
+    (await ctx.sql.exec("INSERT INTO w (k, v) VALUES ('a', 1) ON DUPLICATE KEY UPDATE v = VALUES(v)")).affectedRows,
+    1,
+  );
+  assert.equal(
+    (await ctx.sql.exec("INSERT INTO w (k, v) VALUES ('a', 9) ON DUPLICATE KEY UPDATE v = VALUES(v)")).affectedRows,
+    2,
+  );
 });
 
 test('insertId is the AUTO_INCREMENT value of the insert (first one of a multi-row insert)', async () => {
@@ -56,7 +63,19 @@ test('insertId is the AUTO_INCREMENT value of the insert (first one of a multi-r
   const inTx = await ctx.sql.tx((t) => t.exec('INSERT INTO w (k) VALUES (?)', ['tx']));
   assert.deepEqual(inTx, { affectedRows: 1, insertId: 8 });
   const rows = await ctx.sql.query('SELECT id, k FROM w ORDER BY id');
-  assert.deepEqual(rows.map((r) => [r.id, r.k]), [[1, 'one'], [2, 'two'], [3, 'x'], [4, 'y'], [5, 'z'], [6, 'p'], [7, 'q'], [8, 'tx']]);
+  assert.deepEqual(
+    rows.map((r) => [r.id, r.k]),
+    [
+      [1, 'one'],
+      [2, 'two'],
+      [3, 'x'],
+      [4, 'y'],
+      [5, 'z'],
+      [6, 'p'],
+      [7, 'q'],
+      [8, 'tx'],
+    ],
+  );
   // An explicit id beyond 2^32 is reported exactly.
   const big = await ctx.sql.exec("INSERT INTO w (id, k) VALUES (5000000000, 'big')");
   assert.equal(big.insertId, 5000000000);
@@ -78,7 +97,9 @@ test('multi-statement text without params runs every statement; query returns th
   assert.deepEqual(first, [{ a: 1 }]);
   assert.deepEqual(await ctx.sql.query('SELECT k FROM w'), [{ k: 'ms' }], 'the later INSERT ran');
   // Writes first: the first result is an OK packet, so no rows.
-  const writes = await ctx.sql.query("INSERT INTO w (k) VALUES ('m1'); INSERT INTO w (k) VALUES ('m2'); SELECT COUNT(*) AS n FROM w");
+  const writes = await ctx.sql.query(
+    "INSERT INTO w (k) VALUES ('m1'); INSERT INTO w (k) VALUES ('m2'); SELECT COUNT(*) AS n FROM w",
+  );
   assert.deepEqual(writes, []);
   assert.equal((await ctx.sql.query('SELECT COUNT(*) AS n FROM w'))[0].n, 3);
   // exec of a multi-statement text reports its first statement.
@@ -107,7 +128,10 @@ test('an error in a later statement of a multi-statement text rejects the call',
   // In a tx the error surfaces on the NEXT, unrelated statement instead.
   const next = await ctx.sql.tx(async (t) => {
     await t.query('SELECT 1 AS a; SELECT * FROM no_such_table').catch(() => undefined);
-    return t.query('SELECT 2 AS b').then(() => 'ok', (e) => e.message);
+    return t.query('SELECT 2 AS b').then(
+      () => 'ok',
+      (e) => e.message,
+    );
   });
   assert.equal(next, 'ok', 'an unrelated statement after a failed multi-statement must not fail');
 });

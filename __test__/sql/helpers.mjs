@@ -57,7 +57,9 @@ export function within(promise, ms, label = 'operation') {
 /** A promise plus its resolve function. */
 export function deferred() {
   let resolve;
-  const promise = new Promise((r) => { resolve = r; });
+  const promise = new Promise((r) => {
+    resolve = r;
+  });
   return { promise, resolve };
 }
 

@@ -70,7 +70,9 @@ function suite(entry, executor) {
     ctx.db = await freshDatabase(`intx_${entry.contract === '3.0.0' ? 'v3' : 'a2'}_${executor}`);
     ctx.sql = m.mysqlPool(ctx.db.url);
     await entry.lib.applySchema(ctx.sql);
-    await ctx.sql.query('CREATE TABLE orders (id VARCHAR(64) PRIMARY KEY, run_id VARCHAR(191) NULL, amount INT NOT NULL DEFAULT 0) ENGINE=InnoDB');
+    await ctx.sql.query(
+      'CREATE TABLE orders (id VARCHAR(64) PRIMARY KEY, run_id VARCHAR(191) NULL, amount INT NOT NULL DEFAULT 0) ENGINE=InnoDB',
+    );
     await ctx.sql.query('CREATE TABLE locks (id VARCHAR(8) PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB');
   });
   beforeEach(async () => {
@@ -96,15 +98,29 @@ function suite(entry, executor) {
 
   test('commit: the order row, the run and its job land together, invisible to others until then', TO, async () => {
     const runId = await inTx(async (b, tx) => {
-      assert.equal(typeof b.queue.enqueueMany, entry.contract === '3.0.0' ? 'function' : 'undefined', 'the entry default contract');
+      assert.equal(
+        typeof b.queue.enqueueMany,
+        entry.contract === '3.0.0' ? 'function' : 'undefined',
+        'the entry default contract',
+      );
       const id = await placeOrder(b, tx, 'o1', 10);
       // units that are transactions of their own elsewhere join this one
-      await b.store.checkpointStep({ runId: id, cursorKey: 's0', status: 'ok', result: 'kid', attempts: 1 }, {
-        spawn: [{ runId: `${id}-kid`, spec: { name: 'child', version: 1, input: null } }],
-        timers: [{ runId: id, fireAt: at(100) }],
-      });
+      await b.store.checkpointStep(
+        { runId: id, cursorKey: 's0', status: 'ok', result: 'kid', attempts: 1 },
+        {
+          spawn: [{ runId: `${id}-kid`, spec: { name: 'child', version: 1, input: null } }],
+          timers: [{ runId: id, fireAt: at(100) }],
+        },
+      );
       await b.store.postSignal(id, 'paid', { amount: 10 });
-      await b.store.upsertCron({ name: 'nightly', schedule: '0 0 * * *', flowName: 'order', flowVersion: 1, input: null, nextRunAt: at(0) });
+      await b.store.upsertCron({
+        name: 'nightly',
+        schedule: '0 0 * * *',
+        flowName: 'order',
+        flowVersion: 1,
+        input: null,
+        nextRunAt: at(0),
+      });
       // the transaction sees its own writes, through the backend and through tx
       assert.equal((await b.store.loadRunRow(id)).status, 'pending');
       assert.equal((await b.store.loadRun(id)).signals.length, 1);
@@ -115,7 +131,10 @@ function suite(entry, executor) {
       return id;
     });
     assert.deepEqual(await orders(), [{ id: 'o1', run_id: runId }]);
-    assert.deepEqual((await runs()).map((r) => r.id), [runId, `${runId}-kid`]);
+    assert.deepEqual(
+      (await runs()).map((r) => r.id),
+      [runId, `${runId}-kid`],
+    );
     assert.deepEqual(await jobs(), [runId, `${runId}-kid`].sort());
     assert.equal(await count('step'), 1);
     assert.equal(await count('timer'), 1);
@@ -131,7 +150,10 @@ function suite(entry, executor) {
     await assert.rejects(
       inTx(async (b, tx) => {
         seen = await placeOrder(b, tx, 'o1');
-        await b.store.checkpointStep({ runId: seen, cursorKey: 's0', status: 'ok', result: 1, attempts: 1 }, { timers: [{ runId: seen, fireAt: at(1) }] });
+        await b.store.checkpointStep(
+          { runId: seen, cursorKey: 's0', status: 'ok', result: 1, attempts: 1 },
+          { timers: [{ runId: seen, fireAt: at(1) }] },
+        );
         await b.store.postSignal(seen, 'x', 1);
         throw boom;
       }),
@@ -141,181 +163,261 @@ function suite(entry, executor) {
     await assertEmpty('after the throw');
     // the pool is fine afterwards
     await inTx((b, tx) => placeOrder(b, tx, 'o2'));
-    assert.deepEqual((await orders()).map((o) => o.id), ['o2']);
+    assert.deepEqual(
+      (await orders()).map((o) => o.id),
+      ['o2'],
+    );
   });
 
-  test('a unit failing with an ordinary error (checkpointStep on an unknown run) leaves nothing; the rest commits', TO, async () => {
-    let failure;
-    const runId = await inTx(async (b, tx) => {
-      const id = await placeOrder(b, tx, 'o1');
-      failure = await settle(() =>
-        b.store.checkpointStep({ runId: 'no-such-run', cursorKey: 's0', status: 'ok', result: 1, attempts: 1 }, {
-          enqueue: [{ runId: 'stray' }],
-          timers: [{ runId: 'stray', fireAt: at(1) }],
-        }),
-      );
-      // the transaction carries on
-      await b.store.checkpointStep({ runId: id, cursorKey: 's0', status: 'ok', result: 'fine', attempts: 1 });
-      await tx.exec('UPDATE orders SET amount = 5 WHERE id = ?', ['o1']);
-      return id;
-    });
-    assert.equal(failure.ok, false, 'the checkpoint on an unknown run rejects');
-    assert.ok(failure.error instanceof Error);
-    assert.deepEqual(await orders(), [{ id: 'o1', run_id: runId }]);
-    assert.equal(Number((await ctx.sql.query('SELECT amount FROM orders'))[0].amount), 5);
-    assert.deepEqual(await jobs(), [runId]);
-    assert.equal(await count('step'), 1);
-    assert.equal(await count('step', 'run_id = ?', ['no-such-run']), 0);
-    assert.equal(await count('timer'), 0);
-  });
-
-  test('a unit failing halfway (startManyRuns hitting a duplicate id) leaves none of its rows; the rest commits', TO, async () => {
-    // opts.id hands out the same id twice: the batch's second insert fails with ER_DUP_ENTRY
-    // after its first one succeeded.
-    let n = 0;
-    const id = () => (++n <= 2 ? 'dup-id' : `run-${n}`);
-    let failure;
-    await inTx(async (b, tx) => {
-      await tx.exec("INSERT INTO orders (id) VALUES ('o1')");
-      failure = await settle(() => b.store.startManyRuns([
-        { name: 'order', version: 1, input: 'first' },
-        { name: 'order', version: 1, input: 'second' },
-      ]));
-      const r = await b.store.startRun({ name: 'order', version: 1, input: 'after' });
-      await b.queue.enqueue(r.runId);
-    }, { id });
-    assert.equal(failure.ok, false, 'startManyRuns rejects');
-    assert.equal(failure.error.errno, 1062, `a duplicate key: ${failure.error.message}`);
-    assert.deepEqual((await runs()).map((r) => [r.id, r.input]), [['run-3', '"after"']], 'the failed batch left no run behind');
-    assert.deepEqual(await jobs(), ['run-3']);
-    assert.deepEqual((await orders()).map((o) => o.id), ['o1']);
-  });
-
-  test('deadlock between two inTx calls: the victim leaves nothing; a caller-side retry yields one order and one run each', TO, async () => {
-    const place = (name, first, second, sync) =>
-      inTx(async (b, tx) => {
-        const id = await placeOrder(b, tx, name);
-        await tx.exec('UPDATE locks SET n = n + 1 WHERE id = ?', [first]);
-        if (sync) await sync();
-        await tx.exec('UPDATE locks SET n = n + 1 WHERE id = ?', [second]);
+  test(
+    'a unit failing with an ordinary error (checkpointStep on an unknown run) leaves nothing; the rest commits',
+    TO,
+    async () => {
+      let failure;
+      const runId = await inTx(async (b, tx) => {
+        const id = await placeOrder(b, tx, 'o1');
+        failure = await settle(() =>
+          b.store.checkpointStep(
+            { runId: 'no-such-run', cursorKey: 's0', status: 'ok', result: 1, attempts: 1 },
+            {
+              enqueue: [{ runId: 'stray' }],
+              timers: [{ runId: 'stray', fireAt: at(1) }],
+            },
+          ),
+        );
+        // the transaction carries on
+        await b.store.checkpointStep({ runId: id, cursorKey: 's0', status: 'ok', result: 'fine', attempts: 1 });
+        await tx.exec('UPDATE orders SET amount = 5 WHERE id = ?', ['o1']);
         return id;
       });
-    const sync = barrier(2);
-    const [a, b] = await within(
-      Promise.allSettled([place('A', 'x', 'y', sync), place('B', 'y', 'x', sync)]),
-      20_000,
-      'the two transactions',
-    );
-    const outcomes = { A: a, B: b };
-    const victims = Object.keys(outcomes).filter((k) => outcomes[k].status === 'rejected');
-    assert.equal(victims.length, 1, `exactly one victim: ${JSON.stringify([a.status, b.status])}`);
-    const [victim] = victims;
-    const winner = victim === 'A' ? 'B' : 'A';
-    assert.equal(outcomes[victim].reason.errno, 1213, `the victim's error: ${outcomes[victim].reason.message}`);
-    assert.deepEqual((await orders()).map((o) => o.id), [winner], "the victim's order is gone");
-    assert.deepEqual((await runs()).map((r) => r.input), [JSON.stringify(winner)], "the victim's run is gone");
-    assert.deepEqual(await jobs(), [outcomes[winner].value]);
-    // the caller retries the victim until it commits
-    let attempts = 0;
-    for (;;) {
-      attempts++;
-      try {
-        await place(victim, victim === 'A' ? 'x' : 'y', victim === 'A' ? 'y' : 'x');
-        break;
-      } catch (e) {
-        if (e.errno !== 1213 || attempts >= 5) throw e;
-      }
-    }
-    const placed = await orders();
-    assert.deepEqual(placed.map((o) => o.id), ['A', 'B']);
-    const allRuns = await runs();
-    assert.deepEqual(allRuns.map((r) => r.input).sort(), ['"A"', '"B"'], 'one run per order');
-    for (const o of placed) assert.ok(allRuns.some((r) => r.id === o.run_id), `order ${o.id} points at its run`);
-    assert.deepEqual(await jobs(), allRuns.map((r) => r.id).sort());
-    assert.deepEqual((await ctx.sql.query('SELECT n FROM locks ORDER BY id')).map((r) => Number(r.n)), [2, 2]);
-  });
+      assert.equal(failure.ok, false, 'the checkpoint on an unknown run rejects');
+      assert.ok(failure.error instanceof Error);
+      assert.deepEqual(await orders(), [{ id: 'o1', run_id: runId }]);
+      assert.equal(Number((await ctx.sql.query('SELECT amount FROM orders'))[0].amount), 5);
+      assert.deepEqual(await jobs(), [runId]);
+      assert.equal(await count('step'), 1);
+      assert.equal(await count('step', 'run_id = ?', ['no-such-run']), 0);
+      assert.equal(await count('timer'), 0);
+    },
+  );
 
-  test('deadlock inside a backend unit: later calls and the commit reject with errno 1213, nothing is stored', TO, async () => {
-    await outside().queue.enqueue('jx');
-    await outside().queue.enqueue('jy');
-    const sync = barrier(2);
-    const trace = {};
-    const place = (name, first, second) =>
-      inTx(async (b, tx) => {
-        await placeOrder(b, tx, name);
-        await b.queue.enqueue(first, { priority: 1 });
-        await sync();
-        const r = await settle(() => b.queue.enqueue(second, { priority: 1 }));
-        trace[name] = { unit: r.ok ? 'ok' : r.error.errno };
-        if (!r.ok) {
-          // carry on as if it did not matter: nothing may be committed
-          const later = await settle(() => b.store.startRun({ name: 'late', version: 1, input: null }));
-          const own = await settle(() => tx.exec("INSERT INTO orders (id) VALUES (CONCAT(?, '-late'))", [name]));
-          trace[name].later = later.ok ? 'ok' : later.error.errno;
-          trace[name].own = own.ok ? 'ok' : own.error.errno;
+  test(
+    'a unit failing halfway (startManyRuns hitting a duplicate id) leaves none of its rows; the rest commits',
+    TO,
+    async () => {
+      // opts.id hands out the same id twice: the batch's second insert fails with ER_DUP_ENTRY
+      // after its first one succeeded.
+      let n = 0;
+      const id = () => (++n <= 2 ? 'dup-id' : `run-${n}`);
+      let failure;
+      await inTx(
+        async (b, tx) => {
+          await tx.exec("INSERT INTO orders (id) VALUES ('o1')");
+          failure = await settle(() =>
+            b.store.startManyRuns([
+              { name: 'order', version: 1, input: 'first' },
+              { name: 'order', version: 1, input: 'second' },
+            ]),
+          );
+          const r = await b.store.startRun({ name: 'order', version: 1, input: 'after' });
+          await b.queue.enqueue(r.runId);
+        },
+        { id },
+      );
+      assert.equal(failure.ok, false, 'startManyRuns rejects');
+      assert.equal(failure.error.errno, 1062, `a duplicate key: ${failure.error.message}`);
+      assert.deepEqual(
+        (await runs()).map((r) => [r.id, r.input]),
+        [['run-3', '"after"']],
+        'the failed batch left no run behind',
+      );
+      assert.deepEqual(await jobs(), ['run-3']);
+      assert.deepEqual(
+        (await orders()).map((o) => o.id),
+        ['o1'],
+      );
+    },
+  );
+
+  test(
+    'deadlock between two inTx calls: the victim leaves nothing; a caller-side retry yields one order and one run each',
+    TO,
+    async () => {
+      const place = (name, first, second, sync) =>
+        inTx(async (b, tx) => {
+          const id = await placeOrder(b, tx, name);
+          await tx.exec('UPDATE locks SET n = n + 1 WHERE id = ?', [first]);
+          if (sync) await sync();
+          await tx.exec('UPDATE locks SET n = n + 1 WHERE id = ?', [second]);
+          return id;
+        });
+      const sync = barrier(2);
+      const [a, b] = await within(
+        Promise.allSettled([place('A', 'x', 'y', sync), place('B', 'y', 'x', sync)]),
+        20_000,
+        'the two transactions',
+      );
+      const outcomes = { A: a, B: b };
+      const victims = Object.keys(outcomes).filter((k) => outcomes[k].status === 'rejected');
+      assert.equal(victims.length, 1, `exactly one victim: ${JSON.stringify([a.status, b.status])}`);
+      const [victim] = victims;
+      const winner = victim === 'A' ? 'B' : 'A';
+      assert.equal(outcomes[victim].reason.errno, 1213, `the victim's error: ${outcomes[victim].reason.message}`);
+      assert.deepEqual(
+        (await orders()).map((o) => o.id),
+        [winner],
+        "the victim's order is gone",
+      );
+      assert.deepEqual(
+        (await runs()).map((r) => r.input),
+        [JSON.stringify(winner)],
+        "the victim's run is gone",
+      );
+      assert.deepEqual(await jobs(), [outcomes[winner].value]);
+      // the caller retries the victim until it commits
+      let attempts = 0;
+      for (;;) {
+        attempts++;
+        try {
+          await place(victim, victim === 'A' ? 'x' : 'y', victim === 'A' ? 'y' : 'x');
+          break;
+        } catch (e) {
+          if (e.errno !== 1213 || attempts >= 5) throw e;
         }
-      });
-    const [a, b] = await within(Promise.allSettled([place('A', 'jx', 'jy'), place('B', 'jy', 'jx')]), 20_000, 'the two transactions');
-    const outcomes = { A: a, B: b };
-    const victim = trace.A?.unit === 1213 ? 'A' : 'B';
-    const winner = victim === 'A' ? 'B' : 'A';
-    assert.deepEqual(trace[victim], { unit: 1213, later: 1213, own: 1213 }, JSON.stringify(trace));
-    assert.deepEqual(trace[winner], { unit: 'ok' });
-    assert.equal(outcomes[victim].status, 'rejected', 'the commit of the victim is refused');
-    assert.equal(outcomes[victim].reason.errno, 1213);
-    assert.equal(outcomes[winner].status, 'fulfilled');
-    assert.deepEqual((await orders()).map((o) => o.id), [winner]);
-    assert.deepEqual((await runs()).map((r) => r.input), [JSON.stringify(winner)]);
-    assert.equal(await count('run', "name = 'late'"), 0);
-  });
+      }
+      const placed = await orders();
+      assert.deepEqual(
+        placed.map((o) => o.id),
+        ['A', 'B'],
+      );
+      const allRuns = await runs();
+      assert.deepEqual(allRuns.map((r) => r.input).sort(), ['"A"', '"B"'], 'one run per order');
+      for (const o of placed)
+        assert.ok(
+          allRuns.some((r) => r.id === o.run_id),
+          `order ${o.id} points at its run`,
+        );
+      assert.deepEqual(await jobs(), allRuns.map((r) => r.id).sort());
+      assert.deepEqual(
+        (await ctx.sql.query('SELECT n FROM locks ORDER BY id')).map((r) => Number(r.n)),
+        [2, 2],
+      );
+    },
+  );
 
-  test('a killed connection mid-transaction: later calls and the commit reject alike, nothing is stored', TO, async () => {
-    const how = (r) => (r.ok ? 'ok' : { errno: r.error.errno, code: r.error.code, kind: r.error.kind });
-    const trace = {};
-    const outcome = await settle(() =>
-      inTx(async (b, tx) => {
-        await placeOrder(b, tx, 'o1');
-        const [{ id }] = await tx.query('SELECT CONNECTION_ID() AS id');
-        await ctx.sql.query(`KILL ${Number(id)}`);
-        trace.unit = how(await settle(() => b.store.postSignal('whatever', 's', 1)));
-        trace.own = how(await settle(() => tx.exec("INSERT INTO orders (id) VALUES ('o2')")));
-        trace.again = how(await settle(() => b.queue.enqueue('other')));
-        // fn resolves: the commit must not happen
-      }),
-    );
-    assert.notEqual(trace.unit, 'ok', 'a backend call after the kill rejects');
-    assert.equal(trace.unit.kind, 'connection', JSON.stringify(trace));
-    assert.ok(trace.unit.errno !== undefined || trace.unit.code !== undefined, 'an errno or a code');
-    assert.deepEqual(trace.own, trace.unit, `the same errno/code for later statements: ${JSON.stringify(trace)}`);
-    assert.deepEqual(trace.again, trace.unit);
-    assert.equal(outcome.ok, false, 'the commit rejects');
-    assert.deepEqual(how(outcome), trace.unit, `inTx: ${outcome.error.message}`);
-    await assertEmpty('after the kill');
-    // the pool recovers
-    await inTx((b, tx) => placeOrder(b, tx, 'o3'));
-    assert.deepEqual((await orders()).map((o) => o.id), ['o3']);
-  });
+  test(
+    'deadlock inside a backend unit: later calls and the commit reject with errno 1213, nothing is stored',
+    TO,
+    async () => {
+      await outside().queue.enqueue('jx');
+      await outside().queue.enqueue('jy');
+      const sync = barrier(2);
+      const trace = {};
+      const place = (name, first, second) =>
+        inTx(async (b, tx) => {
+          await placeOrder(b, tx, name);
+          await b.queue.enqueue(first, { priority: 1 });
+          await sync();
+          const r = await settle(() => b.queue.enqueue(second, { priority: 1 }));
+          trace[name] = { unit: r.ok ? 'ok' : r.error.errno };
+          if (!r.ok) {
+            // carry on as if it did not matter: nothing may be committed
+            const later = await settle(() => b.store.startRun({ name: 'late', version: 1, input: null }));
+            const own = await settle(() => tx.exec("INSERT INTO orders (id) VALUES (CONCAT(?, '-late'))", [name]));
+            trace[name].later = later.ok ? 'ok' : later.error.errno;
+            trace[name].own = own.ok ? 'ok' : own.error.errno;
+          }
+        });
+      const [a, b] = await within(
+        Promise.allSettled([place('A', 'jx', 'jy'), place('B', 'jy', 'jx')]),
+        20_000,
+        'the two transactions',
+      );
+      const outcomes = { A: a, B: b };
+      const victim = trace.A?.unit === 1213 ? 'A' : 'B';
+      const winner = victim === 'A' ? 'B' : 'A';
+      assert.deepEqual(trace[victim], { unit: 1213, later: 1213, own: 1213 }, JSON.stringify(trace));
+      assert.deepEqual(trace[winner], { unit: 'ok' });
+      assert.equal(outcomes[victim].status, 'rejected', 'the commit of the victim is refused');
+      assert.equal(outcomes[victim].reason.errno, 1213);
+      assert.equal(outcomes[winner].status, 'fulfilled');
+      assert.deepEqual(
+        (await orders()).map((o) => o.id),
+        [winner],
+      );
+      assert.deepEqual(
+        (await runs()).map((r) => r.input),
+        [JSON.stringify(winner)],
+      );
+      assert.equal(await count('run', "name = 'late'"), 0);
+    },
+  );
+
+  test(
+    'a killed connection mid-transaction: later calls and the commit reject alike, nothing is stored',
+    TO,
+    async () => {
+      const how = (r) => (r.ok ? 'ok' : { errno: r.error.errno, code: r.error.code, kind: r.error.kind });
+      const trace = {};
+      const outcome = await settle(() =>
+        inTx(async (b, tx) => {
+          await placeOrder(b, tx, 'o1');
+          const [{ id }] = await tx.query('SELECT CONNECTION_ID() AS id');
+          await ctx.sql.query(`KILL ${Number(id)}`);
+          trace.unit = how(await settle(() => b.store.postSignal('whatever', 's', 1)));
+          trace.own = how(await settle(() => tx.exec("INSERT INTO orders (id) VALUES ('o2')")));
+          trace.again = how(await settle(() => b.queue.enqueue('other')));
+          // fn resolves: the commit must not happen
+        }),
+      );
+      assert.notEqual(trace.unit, 'ok', 'a backend call after the kill rejects');
+      assert.equal(trace.unit.kind, 'connection', JSON.stringify(trace));
+      assert.ok(trace.unit.errno !== undefined || trace.unit.code !== undefined, 'an errno or a code');
+      assert.deepEqual(trace.own, trace.unit, `the same errno/code for later statements: ${JSON.stringify(trace)}`);
+      assert.deepEqual(trace.again, trace.unit);
+      assert.equal(outcome.ok, false, 'the commit rejects');
+      assert.deepEqual(how(outcome), trace.unit, `inTx: ${outcome.error.message}`);
+      await assertEmpty('after the kill');
+      // the pool recovers
+      await inTx((b, tx) => placeOrder(b, tx, 'o3'));
+      assert.deepEqual(
+        (await orders()).map((o) => o.id),
+        ['o3'],
+      );
+    },
+  );
 
   test('inTx with opts: prefix and id reach the backend; a non-function fn rejects with a TypeError', TO, async () => {
     await entry.lib.applySchema(ctx.sql, 'px_');
     try {
-      await inTx(async (b) => {
-        const r = await b.store.startRun({ name: 'f', version: 1, input: null });
-        assert.equal(r.runId, 'fixed-1');
-      }, { prefix: 'px_', id: () => 'fixed-1' });
-      assert.deepEqual((await ctx.sql.query('SELECT id FROM px_run')).map((r) => r.id), ['fixed-1']);
+      await inTx(
+        async (b) => {
+          const r = await b.store.startRun({ name: 'f', version: 1, input: null });
+          assert.equal(r.runId, 'fixed-1');
+        },
+        { prefix: 'px_', id: () => 'fixed-1' },
+      );
+      assert.deepEqual(
+        (await ctx.sql.query('SELECT id FROM px_run')).map((r) => r.id),
+        ['fixed-1'],
+      );
       assert.equal(await count('run'), 0);
     } finally {
       for (const b of BASES) await ctx.sql.query(`DROP TABLE IF EXISTS \`px_${b}\``);
       await ctx.sql.query('DROP FUNCTION IF EXISTS px_pending_work');
     }
     await assert.rejects(entry.lib.inTx(target(), 'not a function'), TypeError);
-    await assert.rejects(entry.lib.inTx(42, async () => {}), TypeError);
+    await assert.rejects(
+      entry.lib.inTx(42, async () => {}),
+      TypeError,
+    );
   });
 }
 
 for (const entry of ENTRIES) {
-  for (const executor of ['native', 'wrapped']) describe(`${entry.label} over ${executor === 'native' ? 'our pool' : 'a wrapped Sql'}`, () => suite(entry, executor));
+  for (const executor of ['native', 'wrapped'])
+    describe(`${entry.label} over ${executor === 'native' ? 'our pool' : 'a wrapped Sql'}`, () =>
+      suite(entry, executor));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -326,7 +428,10 @@ describe('mysqlPool(x, { setIsolation })', () => {
   let db;
   const pools = [];
   const pool = (opts) => {
-    const p = opts === undefined ? m.mysqlPool(`${db.url}?connectionLimit=1`) : m.mysqlPool(`${db.url}?connectionLimit=1`, opts);
+    const p =
+      opts === undefined
+        ? m.mysqlPool(`${db.url}?connectionLimit=1`)
+        : m.mysqlPool(`${db.url}?connectionLimit=1`, opts);
     pools.push(p);
     return p;
   };
@@ -370,7 +475,10 @@ describe('mysqlPool(x, { setIsolation })', () => {
     // backend units and inTx on it send none either
     const b = v3.createMysqlBackend(sql);
     const r = await b.store.startRun({ name: 'f', version: 1, input: null });
-    await b.store.checkpointStep({ runId: r.runId, cursorKey: 's0', status: 'ok', result: 1, attempts: 1 }, { enqueue: [{ runId: r.runId }] });
+    await b.store.checkpointStep(
+      { runId: r.runId, cursorKey: 's0', status: 'ok', result: 1, attempts: 1 },
+      { enqueue: [{ runId: r.runId }] },
+    );
     await b.queue.claim({ limit: 5, leaseMs: 1000, now: at(0) });
     const inside = await v3.inTx(sql, async (_b, tx) => (await tx.query('SELECT @@tx_isolation AS i'))[0].i);
     assert.equal(inside, 'REPEATABLE-READ', 'inTx over it runs at the server default');
@@ -405,7 +513,10 @@ describe('mysqlPool(x, { setIsolation })', () => {
       });
       const check = pool({ setIsolation: false });
       assert.equal(Number((await check.query('SELECT v FROM kv WHERE k = 1'))[0].v), 100);
-      assert.deepEqual((await check.query('SELECT id FROM run WHERE name = ?', ['via-mysql2'])).map((r) => r.id), [id]);
+      assert.deepEqual(
+        (await check.query('SELECT id FROM run WHERE name = ?', ['via-mysql2'])).map((r) => r.id),
+        [id],
+      );
     } finally {
       await my.end();
     }

@@ -33,8 +33,12 @@ function runFixture(mode, url, limit = EXIT_WITHIN_MS) {
     const child = spawn(process.execPath, [FIXTURE, mode, url], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
@@ -125,13 +129,17 @@ test('node exits after close()', { timeout: 30_000 }, async () => {
   assert.deepEqual(out, { mode: 'close', rows: [{ one: 1 }], closed: true });
 });
 
-test('node exits without close() with several idle pooled connections and after a tx', { timeout: 30_000 }, async () => {
-  const busy = assertExitedCleanly(await runFixture('busy', ctx.db.url), 'busy');
-  assert.ok(busy.connections >= 2, `several connections were open: ${busy.connections}`);
-  assert.equal(busy.tx, 2);
-  const tx = assertExitedCleanly(await runFixture('tx-open', ctx.db.url), 'tx');
-  assert.equal(tx.tx, 'done');
-});
+test(
+  'node exits without close() with several idle pooled connections and after a tx',
+  { timeout: 30_000 },
+  async () => {
+    const busy = assertExitedCleanly(await runFixture('busy', ctx.db.url), 'busy');
+    assert.ok(busy.connections >= 2, `several connections were open: ${busy.connections}`);
+    assert.equal(busy.tx, 2);
+    const tx = assertExitedCleanly(await runFixture('tx-open', ctx.db.url), 'tx');
+    assert.equal(tx.tx, 'done');
+  },
+);
 
 test('node exits with a pool that was never used, and after a failed connection', { timeout: 30_000 }, async () => {
   assertExitedCleanly(await runFixture('idle', ctx.db.url), 'idle');
@@ -161,7 +169,12 @@ test('after close(), query / exec / tx reject with a clear "closed" error; close
   await assert.rejects(sql.query('SELECT 1'), /closed/i);
   await assert.rejects(sql.exec('DO 1'), /closed/i);
   let ran = false;
-  await assert.rejects(sql.tx(async () => { ran = true; }), /closed/i);
+  await assert.rejects(
+    sql.tx(async () => {
+      ran = true;
+    }),
+    /closed/i,
+  );
   assert.equal(ran, false);
   // Rejections, not synchronous throws.
   assert.doesNotThrow(() => sql.query('SELECT 1').catch(() => undefined));
@@ -375,11 +388,18 @@ test('invalid URLs and options throw a TypeError synchronously, before any conne
       true,
     ];
     for (const x of cases) {
-      assert.throws(() => mysqlPool(x), (e) => {
-        assert.ok(e instanceof TypeError, `${util.inspect(x)}: a TypeError, got ${e && e.constructor.name}: ${e && e.message}`);
-        assert.match(e.message, /mysqlPool/);
-        return true;
-      }, `mysqlPool(${util.inspect(x)})`);
+      assert.throws(
+        () => mysqlPool(x),
+        (e) => {
+          assert.ok(
+            e instanceof TypeError,
+            `${util.inspect(x)}: a TypeError, got ${e && e.constructor.name}: ${e && e.message}`,
+          );
+          assert.match(e.message, /mysqlPool/);
+          return true;
+        },
+        `mysqlPool(${util.inspect(x)})`,
+      );
     }
     // The exact cases named in the issue, with their messages.
     assert.throws(() => mysqlPool('not a url'), /not a valid URL/);
@@ -402,7 +422,11 @@ test('invalid host or a missing CA file are refused synchronously too', () => {
     { ssl: { caPath: '/nonexistent/ca.pem' } },
     'mysql://127.0.0.1/db?sslmode=VERIFY_CA&ssl-ca=/nonexistent/ca.pem',
   ]) {
-    assert.throws(() => mysqlPool(x), (e) => e instanceof Error && /mysqlPool/.test(e.message), util.inspect(x));
+    assert.throws(
+      () => mysqlPool(x),
+      (e) => e instanceof Error && /mysqlPool/.test(e.message),
+      util.inspect(x),
+    );
   }
 });
 

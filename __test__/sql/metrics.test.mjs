@@ -7,39 +7,47 @@ import { applySchema, createMysqlBackend, mysqlPool, useDatabase } from './helpe
 
 const ctx = useDatabase('sql_metrics');
 
-test('backend calls are counted per method, with errors by kind and latency percentiles', { timeout: 30_000 }, async () => {
-  const sql = mysqlPool(`${ctx.db.url}?connectionLimit=3`);
-  try {
-    await applySchema(sql);
-    const b = createMysqlBackend(sql);
-    const before = sql.stats();
-    assert.deepEqual(before.methods, {}, 'nothing called yet');
-    const runs = await Promise.all(Array.from({ length: 5 }, (_, i) => b.store.startRun({ name: 'm', version: 1, input: i })));
-    for (const r of runs) await b.queue.enqueue(r.runId);
-    const leases = await b.queue.claim({ limit: 10, leaseMs: 60_000 });
-    assert.equal(leases.length, 5);
-    await assert.rejects(b.queue.heartbeat({ ...leases[0], token: 'not-mine' }, { leaseMs: 1000 }), { kind: 'contract' });
-    await assert.rejects(b.store.markRunning('no-such-run'), { kind: 'contract' });
+test(
+  'backend calls are counted per method, with errors by kind and latency percentiles',
+  { timeout: 30_000 },
+  async () => {
+    const sql = mysqlPool(`${ctx.db.url}?connectionLimit=3`);
+    try {
+      await applySchema(sql);
+      const b = createMysqlBackend(sql);
+      const before = sql.stats();
+      assert.deepEqual(before.methods, {}, 'nothing called yet');
+      const runs = await Promise.all(
+        Array.from({ length: 5 }, (_, i) => b.store.startRun({ name: 'm', version: 1, input: i })),
+      );
+      for (const r of runs) await b.queue.enqueue(r.runId);
+      const leases = await b.queue.claim({ limit: 10, leaseMs: 60_000 });
+      assert.equal(leases.length, 5);
+      await assert.rejects(b.queue.heartbeat({ ...leases[0], token: 'not-mine' }, { leaseMs: 1000 }), {
+        kind: 'contract',
+      });
+      await assert.rejects(b.store.markRunning('no-such-run'), { kind: 'contract' });
 
-    const s = sql.stats();
-    assert.equal(s.methods.startRun.calls, 5);
-    assert.equal(s.methods.enqueue.calls, 5);
-    assert.equal(s.methods.claim.calls, 1);
-    assert.deepEqual(s.methods.heartbeat.errors, { argument: 0, server: 0, connection: 0, contract: 1 });
-    assert.equal(s.methods.markRunning.errors.contract, 1);
-    for (const m of Object.values(s.methods)) {
-      assert.ok(m.p50Ms > 0 && m.p50Ms <= m.p90Ms && m.p90Ms <= m.p99Ms, JSON.stringify(m));
-      assert.ok(m.p99Ms < 10_000);
+      const s = sql.stats();
+      assert.equal(s.methods.startRun.calls, 5);
+      assert.equal(s.methods.enqueue.calls, 5);
+      assert.equal(s.methods.claim.calls, 1);
+      assert.deepEqual(s.methods.heartbeat.errors, { argument: 0, server: 0, connection: 0, contract: 1 });
+      assert.equal(s.methods.markRunning.errors.contract, 1);
+      for (const m of Object.values(s.methods)) {
+        assert.ok(m.p50Ms > 0 && m.p50Ms <= m.p90Ms && m.p90Ms <= m.p99Ms, JSON.stringify(m));
+        assert.ok(m.p99Ms < 10_000);
+      }
+      assert.ok(s.statements >= 5 + 5 + 2, `statements counted: ${s.statements}`);
+      assert.ok(s.roundTrips > before.roundTrips);
+      assert.ok(s.pool.open >= 1 && s.pool.open <= 3, JSON.stringify(s.pool));
+      assert.equal(s.pool.inUse, 0, 'every connection back in the pool');
+      assert.equal(s.pool.waiters, 0);
+    } finally {
+      await sql.close();
     }
-    assert.ok(s.statements >= 5 + 5 + 2, `statements counted: ${s.statements}`);
-    assert.ok(s.roundTrips > before.roundTrips);
-    assert.ok(s.pool.open >= 1 && s.pool.open <= 3, JSON.stringify(s.pool));
-    assert.equal(s.pool.inUse, 0, 'every connection back in the pool');
-    assert.equal(s.pool.waiters, 0);
-  } finally {
-    await sql.close();
-  }
-});
+  },
+);
 
 test('pool gauges show connections in use and calls waiting for one', { timeout: 30_000 }, async () => {
   const sql = mysqlPool(`${ctx.db.url}?connectionLimit=1&acquireTimeoutMs=5000`);

@@ -35,7 +35,10 @@ test('a pool built from a mysql2/promise Pool reaches the same database', async 
       // native writes, mysql2 reads.
       await sql.exec('INSERT INTO shared (id, v) VALUES (?, ?)', [2, 'from native']);
       const [rows] = await pool.query('SELECT v FROM shared WHERE id = ?', [2]);
-      assert.deepEqual(rows.map((r) => r.v), ['from native']);
+      assert.deepEqual(
+        rows.map((r) => r.v),
+        ['from native'],
+      );
       // A native transaction commits where mysql2 can see it.
       await sql.tx((t) => t.exec('INSERT INTO shared (id, v) VALUES (3, ?)', ['from native tx']));
       const [[r3]] = await pool.query('SELECT v FROM shared WHERE id = 3');

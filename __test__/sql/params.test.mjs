@@ -11,7 +11,8 @@ import assert from 'node:assert/strict';
 import { mysqlPool, settle, useDatabase } from './helpers.mjs';
 
 const ctx = useDatabase('sql_params', {
-  init: ({ sql }) => sql.query(`CREATE TABLE p (
+  init: ({ sql }) =>
+    sql.query(`CREATE TABLE p (
     id INT AUTO_INCREMENT PRIMARY KEY,
     s  LONGTEXT NULL,
     i  BIGINT NULL,
@@ -107,13 +108,30 @@ test('integers and floats round-trip as numbers', async () => {
     const row = await roundTrip('i', n);
     assert.equal(row.v, n, `BIGINT ${n}`);
   }
-  const floats = [0.5, -1.25, 0.1, 1 / 3, Math.PI, -Math.E, 1e-300, 5e-324, 1e300, 1.7976931348623157e308, 1e20, 2 ** 60, 123456.789];
+  const floats = [
+    0.5,
+    -1.25,
+    0.1,
+    1 / 3,
+    Math.PI,
+    -Math.E,
+    1e-300,
+    5e-324,
+    1e300,
+    1.7976931348623157e308,
+    1e20,
+    2 ** 60,
+    123456.789,
+  ];
   for (const f of floats) {
     const row = await roundTrip('d', f);
     assert.equal(row.v, f, `DOUBLE ${f}`);
   }
   // A float parameter compared server-side keeps its full precision.
-  const [{ eq }] = await ctx.sql.query('SELECT CAST(? AS DOUBLE) = CAST(? AS DOUBLE) AS eq', [0.1 + 0.2, 0.30000000000000004]);
+  const [{ eq }] = await ctx.sql.query('SELECT CAST(? AS DOUBLE) = CAST(? AS DOUBLE) AS eq', [
+    0.1 + 0.2,
+    0.30000000000000004,
+  ]);
   assert.equal(eq, 1);
   // Numbers bind where the grammar wants an integer literal (LIMIT ?).
   const rows = await ctx.sql.query('SELECT id FROM p ORDER BY id LIMIT ?', [2]);
@@ -137,7 +155,12 @@ test('null and undefined bind as SQL NULL and come back as null', async () => {
       assert.strictEqual(row.hex, null);
     }
   }
-  const [row] = await ctx.sql.query('SELECT ? IS NULL AS a, ? IS NULL AS b, ? AS c, ? AS d', [null, undefined, null, undefined]);
+  const [row] = await ctx.sql.query('SELECT ? IS NULL AS a, ? IS NULL AS b, ? AS c, ? AS d', [
+    null,
+    undefined,
+    null,
+    undefined,
+  ]);
   assert.deepEqual(row, { a: 1, b: 1, c: null, d: null });
 });
 
@@ -219,32 +242,46 @@ test('arrays expand for IN (?)', async () => {
     ids.push((await ctx.sql.exec('INSERT INTO p (s, i) VALUES (?, ?)', [s, ids.length])).insertId);
   }
   const byId = await ctx.sql.query('SELECT s FROM p WHERE id IN (?) ORDER BY id', [[ids[0], ids[2], ids[4]]]);
-  assert.deepEqual(byId.map((r) => r.s), ['alpha', 'gamma', 'x\\y']);
+  assert.deepEqual(
+    byId.map((r) => r.s),
+    ['alpha', 'gamma', 'x\\y'],
+  );
   const byText = await ctx.sql.query('SELECT id FROM p WHERE s IN (?) ORDER BY id', [["o'neil", 'beta', 'nope']]);
-  assert.deepEqual(byText.map((r) => r.id), [ids[1], ids[3]]);
+  assert.deepEqual(
+    byText.map((r) => r.id),
+    [ids[1], ids[3]],
+  );
   // Mixed with scalar parameters on both sides.
   const mixed = await ctx.sql.query('SELECT s FROM p WHERE i >= ? AND s IN (?) AND i < ? ORDER BY id', [
     1,
     ['alpha', 'beta', 'gamma', "o'neil"],
     3,
   ]);
-  assert.deepEqual(mixed.map((r) => r.s), ['beta', 'gamma']);
+  assert.deepEqual(
+    mixed.map((r) => r.s),
+    ['beta', 'gamma'],
+  );
   // A one-element list, and an empty list (matches nothing, like mysql2's `IN (NULL)`).
   assert.deepEqual(await ctx.sql.query('SELECT s FROM p WHERE id IN (?)', [[ids[1]]]), [{ s: 'beta' }]);
   assert.deepEqual(await ctx.sql.query('SELECT s FROM p WHERE id IN (?)', [[]]), []);
   // NOT IN with a list
   const rest = await ctx.sql.query('SELECT s FROM p WHERE s NOT IN (?) ORDER BY id', [['alpha', 'beta']]);
-  assert.deepEqual(rest.map((r) => r.s), ['gamma', "o'neil", 'x\\y']);
+  assert.deepEqual(
+    rest.map((r) => r.s),
+    ['gamma', "o'neil", 'x\\y'],
+  );
 });
 
 test('nested arrays expand for a bulk INSERT ... VALUES ?', async () => {
   await ctx.sql.exec('DELETE FROM p');
   const when = new Date(Date.UTC(2030, 0, 2, 3, 4, 5, 6));
-  const res = await ctx.sql.exec('INSERT INTO p (s, i, d, dt, bl) VALUES ?', [[
-    ['one', 1, 1.5, when, Buffer.from([1, 2])],
-    ["two's", null, -0.25, null, null],
-    ['three\\', 3n, 0, when, Buffer.alloc(0)],
-  ]]);
+  const res = await ctx.sql.exec('INSERT INTO p (s, i, d, dt, bl) VALUES ?', [
+    [
+      ['one', 1, 1.5, when, Buffer.from([1, 2])],
+      ["two's", null, -0.25, null, null],
+      ['three\\', 3n, 0, when, Buffer.alloc(0)],
+    ],
+  ]);
   assert.equal(res.affectedRows, 3);
   const rows = await ctx.sql.query('SELECT s, i, d, dt, bl FROM p ORDER BY id');
   assert.deepEqual(rows, [
@@ -309,7 +346,12 @@ test('unbindable parameters reject (not throw) with an error naming params[i]; n
   // Inside a nested list, the path names the element.
   await assert.rejects(ctx.sql.query('SELECT 1 FROM p WHERE id IN (?)', [[1, NaN]]), /params\[0\]\[1\]/);
   await assert.rejects(
-    ctx.sql.exec('INSERT INTO p (s, i) VALUES ?', [[['a', 1], ['b', { x: 1 }]]]),
+    ctx.sql.exec('INSERT INTO p (s, i) VALUES ?', [
+      [
+        ['a', 1],
+        ['b', { x: 1 }],
+      ],
+    ]),
     /params\[0\]\[1\]\[1\]/,
   );
   const [{ n }] = await ctx.sql.query('SELECT COUNT(*) AS n FROM p');
@@ -326,7 +368,11 @@ test('a wrong placeholder count rejects', async () => {
   ];
   for (const [text, params] of cases) {
     for (const method of ['query', 'exec']) {
-      await assert.rejects(ctx.sql[method](text, params), /placeholder|param/i, `${method}(${text}, ${JSON.stringify(params)})`);
+      await assert.rejects(
+        ctx.sql[method](text, params),
+        /placeholder|param/i,
+        `${method}(${text}, ${JSON.stringify(params)})`,
+      );
     }
   }
   // No placeholders and no (or empty) params is fine.
@@ -343,16 +389,27 @@ test('the transaction handle checks parameters the same way', async () => {
     }),
     /params\[0\]/,
   );
-  await assert.rejects(ctx.sql.tx((t) => t.query('SELECT ?, ?', [1])), /placeholder/i);
+  await assert.rejects(
+    ctx.sql.tx((t) => t.query('SELECT ?, ?', [1])),
+    /placeholder/i,
+  );
   const [{ n }] = await ctx.sql.query('SELECT COUNT(*) AS n FROM p');
   assert.equal(n, 0, 'the failed transaction was rolled back');
   // Inside a tx, arrays and Dates work as on the pool.
   const d = new Date(Date.UTC(2030, 0, 1, 1, 2, 3, 4));
   const rows = await ctx.sql.tx(async (t) => {
-    await t.exec('INSERT INTO p (s, dt) VALUES ?', [[['a', d], ['b', d]]]);
+    await t.exec('INSERT INTO p (s, dt) VALUES ?', [
+      [
+        ['a', d],
+        ['b', d],
+      ],
+    ]);
     return t.query('SELECT s, dt FROM p WHERE s IN (?) ORDER BY s', [['a', 'b']]);
   });
-  assert.deepEqual(rows, [{ s: 'a', dt: d }, { s: 'b', dt: d }]);
+  assert.deepEqual(rows, [
+    { s: 'a', dt: d },
+    { s: 'b', dt: d },
+  ]);
 });
 
 test('a bad parameter on the transaction handle rejects instead of throwing', async () => {

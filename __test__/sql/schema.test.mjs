@@ -52,9 +52,21 @@ test("ddl('') and ddl('p_') equal the seed's statements exactly", { skip: noSeed
 });
 
 test('tables(prefix) names the six back-quoted tables', () => {
-  assert.deepEqual(tables(''), { run: '`run`', step: '`step`', job: '`job`', timer: '`timer`', signal: '`signal`', cron: '`cron`' });
+  assert.deepEqual(tables(''), {
+    run: '`run`',
+    step: '`step`',
+    job: '`job`',
+    timer: '`timer`',
+    signal: '`signal`',
+    cron: '`cron`',
+  });
   assert.deepEqual(tables('app_'), {
-    run: '`app_run`', step: '`app_step`', job: '`app_job`', timer: '`app_timer`', signal: '`app_signal`', cron: '`app_cron`',
+    run: '`app_run`',
+    step: '`app_step`',
+    job: '`app_job`',
+    timer: '`app_timer`',
+    signal: '`app_signal`',
+    cron: '`app_cron`',
   });
 });
 
@@ -69,7 +81,11 @@ test('applySchema creates the six tables; a second run is a no-op (definitions a
     );
     await applySchema(ctx.sql, prefix);
     await applySchema(ctx.sql, prefix);
-    assert.deepEqual(await definitions(ctx.sql, prefix), first, `prefix ${JSON.stringify(prefix)}: definitions unchanged`);
+    assert.deepEqual(
+      await definitions(ctx.sql, prefix),
+      first,
+      `prefix ${JSON.stringify(prefix)}: definitions unchanged`,
+    );
     assert.deepEqual(await ctx.sql.query(`SELECT id FROM \`${prefix}run\``), [{ id: 'r1' }], 'data kept');
   }
   // Exactly the twelve tables, nothing else.
@@ -101,13 +117,20 @@ test('a bad prefix is refused synchronously by ddl, tables and createMysqlBacken
   for (const bad of BAD_PREFIXES) {
     const named = (e) => {
       assert.ok(e instanceof Error, 'an Error');
-      assert.ok(e.message.includes(bad) || e.message.includes(JSON.stringify(bad)), `message names ${JSON.stringify(bad)}: ${e.message}`);
+      assert.ok(
+        e.message.includes(bad) || e.message.includes(JSON.stringify(bad)),
+        `message names ${JSON.stringify(bad)}: ${e.message}`,
+      );
       assert.match(e.message, /prefix/i);
       return true;
     };
     assert.throws(() => ddl(bad), named, `ddl(${JSON.stringify(bad)})`);
     assert.throws(() => tables(bad), named, `tables(${JSON.stringify(bad)})`);
-    assert.throws(() => createMysqlBackend(fakeSql, { prefix: bad }), named, `createMysqlBackend(${JSON.stringify(bad)})`);
+    assert.throws(
+      () => createMysqlBackend(fakeSql, { prefix: bad }),
+      named,
+      `createMysqlBackend(${JSON.stringify(bad)})`,
+    );
     assert.throws(() => createMysqlBackend(ctx.sql, { prefix: bad }), named);
   }
   await t.test('the seed refuses the same prefixes', { skip: noSeed }, async () => {
@@ -121,7 +144,12 @@ test('a bad prefix is refused synchronously by ddl, tables and createMysqlBacken
 test('applySchema with a bad prefix returns a rejected promise and touches nothing', async () => {
   const sql = mysqlPool(ctx.db.url);
   const statements = [];
-  const spy = { query: (t, p) => { statements.push(t); return sql.query(t, p); } };
+  const spy = {
+    query: (t, p) => {
+      statements.push(t);
+      return sql.query(t, p);
+    },
+  };
   const before = await tableNames(ctx.sql);
   try {
     for (const bad of BAD_PREFIXES) {

@@ -29,7 +29,10 @@ test('a resolved fn commits: its writes persist and were invisible to others unt
   assert.equal(await count(), 0, 'uncommitted rows are invisible to the pool');
   release.resolve();
   await done;
-  assert.deepEqual(await ctx.sql.query('SELECT id, v FROM t ORDER BY id'), [{ id: 1, v: 'a' }, { id: 2, v: 'b' }]);
+  assert.deepEqual(await ctx.sql.query('SELECT id, v FROM t ORDER BY id'), [
+    { id: 1, v: 'a' },
+    { id: 2, v: 'b' },
+  ]);
 });
 
 test("fn's value is what tx resolves to (same object)", async () => {
@@ -59,20 +62,26 @@ test('a rejected fn rolls back and rejects with the original error', async () =>
   assert.equal(await count(), 0, 'no row left behind');
 
   // Non-Error throw values are passed through unchanged too.
-  await assert.rejects(ctx.sql.tx(async (t) => {
-    await t.exec('INSERT INTO t (id, v) VALUES (11, ?)', ['x']);
-    throw 'a string'; // eslint-disable-line no-throw-literal
-  }), (e) => e === 'a string');
+  await assert.rejects(
+    ctx.sql.tx(async (t) => {
+      await t.exec('INSERT INTO t (id, v) VALUES (11, ?)', ['x']);
+      throw 'a string'; // eslint-disable-line no-throw-literal
+    }),
+    (e) => e === 'a string',
+  );
   // A synchronous throw inside fn is a rejection, not a sync exception.
   const p = ctx.sql.tx(() => {
     throw new Error('sync throw');
   });
   await assert.rejects(p, /sync throw/);
   // A failing statement inside fn: the server error surfaces and earlier writes are undone.
-  await assert.rejects(ctx.sql.tx(async (t) => {
-    await t.exec('INSERT INTO t (id, v) VALUES (12, ?)', ['x']);
-    await t.exec('INSERT INTO t (id, v) VALUES (12, ?)', ['dup']);
-  }), /Duplicate entry/);
+  await assert.rejects(
+    ctx.sql.tx(async (t) => {
+      await t.exec('INSERT INTO t (id, v) VALUES (12, ?)', ['x']);
+      await t.exec('INSERT INTO t (id, v) VALUES (12, ?)', ['dup']);
+    }),
+    /Duplicate entry/,
+  );
   assert.equal(await count(), 0);
   // The pool is still healthy afterwards.
   await ctx.sql.tx((t) => t.exec('INSERT INTO t (id, v) VALUES (13, ?)', ['ok']));
@@ -82,16 +91,17 @@ test('a rejected fn rolls back and rejects with the original error', async () =>
 test('every statement of a tx runs on one connection; two concurrent txs use two', async () => {
   const bothIn = [deferred(), deferred()];
   const release = deferred();
-  const run = (i) => ctx.sql.tx(async (t) => {
-    const ids = [];
-    ids.push((await t.query('SELECT CONNECTION_ID() AS id'))[0].id);
-    bothIn[i].resolve();
-    // Both transactions are open at this point.
-    await within(release.promise, 5000, `tx ${i} waiting for the other`);
-    ids.push((await t.query('SELECT CONNECTION_ID() AS id'))[0].id);
-    ids.push((await t.exec('DO 1'), (await t.query('SELECT CONNECTION_ID() AS id'))[0].id));
-    return ids;
-  });
+  const run = (i) =>
+    ctx.sql.tx(async (t) => {
+      const ids = [];
+      ids.push((await t.query('SELECT CONNECTION_ID() AS id'))[0].id);
+      bothIn[i].resolve();
+      // Both transactions are open at this point.
+      await within(release.promise, 5000, `tx ${i} waiting for the other`);
+      ids.push((await t.query('SELECT CONNECTION_ID() AS id'))[0].id);
+      ids.push((await t.exec('DO 1'), (await t.query('SELECT CONNECTION_ID() AS id'))[0].id));
+      return ids;
+    });
   const a = run(0);
   const b = run(1);
   await within(Promise.all(bothIn.map((d) => d.promise)), 5000, 'both transactions to start');
@@ -125,36 +135,44 @@ test('the isolation level inside tx is READ COMMITTED (reported and observed)', 
 test('tx on the tx handle runs fn on the same handle, connection and transaction', async () => {
   await reset();
   const boom = new Error('outer fails after the nested tx');
-  await assert.rejects(ctx.sql.tx(async (t) => {
-    const outerId = (await t.query('SELECT CONNECTION_ID() AS id'))[0].id;
-    const inner = await t.tx(async (u) => {
-      assert.equal(u, t, 'the nested fn gets the very same handle');
-      await u.exec("INSERT INTO t (id, v) VALUES (1, 'nested')");
-      const deeper = await u.tx(async (w) => (await w.query('SELECT CONNECTION_ID() AS id'))[0].id);
-      return { id: (await u.query('SELECT CONNECTION_ID() AS id'))[0].id, deeper };
-    });
-    assert.deepEqual(inner, { id: outerId, deeper: outerId });
-    // The nested tx did not commit: the pool cannot see the row yet.
-    assert.equal(await count(), 0);
-    throw boom;
-  }), (e) => e === boom);
+  await assert.rejects(
+    ctx.sql.tx(async (t) => {
+      const outerId = (await t.query('SELECT CONNECTION_ID() AS id'))[0].id;
+      const inner = await t.tx(async (u) => {
+        assert.equal(u, t, 'the nested fn gets the very same handle');
+        await u.exec("INSERT INTO t (id, v) VALUES (1, 'nested')");
+        const deeper = await u.tx(async (w) => (await w.query('SELECT CONNECTION_ID() AS id'))[0].id);
+        return { id: (await u.query('SELECT CONNECTION_ID() AS id'))[0].id, deeper };
+      });
+      assert.deepEqual(inner, { id: outerId, deeper: outerId });
+      // The nested tx did not commit: the pool cannot see the row yet.
+      assert.equal(await count(), 0);
+      throw boom;
+    }),
+    (e) => e === boom,
+  );
   assert.equal(await count(), 0, 'the nested write was rolled back with the outer tx');
 
   // A nested fn that throws propagates to (and rolls back) the outer tx.
   const inner = new Error('inner');
-  await assert.rejects(ctx.sql.tx(async (t) => {
-    await t.exec("INSERT INTO t (id, v) VALUES (2, 'x')");
-    await t.tx(async () => {
-      throw inner;
-    });
-  }), (e) => e === inner);
+  await assert.rejects(
+    ctx.sql.tx(async (t) => {
+      await t.exec("INSERT INTO t (id, v) VALUES (2, 'x')");
+      await t.tx(async () => {
+        throw inner;
+      });
+    }),
+    (e) => e === inner,
+  );
   assert.equal(await count(), 0);
 
   // And the nested value is returned through both levels on success.
-  const v = await ctx.sql.tx((t) => t.tx(async (u) => {
-    await u.exec("INSERT INTO t (id, v) VALUES (3, 'kept')");
-    return 'nested value';
-  }));
+  const v = await ctx.sql.tx((t) =>
+    t.tx(async (u) => {
+      await u.exec("INSERT INTO t (id, v) VALUES (3, 'kept')");
+      return 'nested value';
+    }),
+  );
   assert.equal(v, 'nested value');
   assert.equal(await count(), 1);
 });
@@ -169,13 +187,19 @@ test('using a tx handle after commit or rollback rejects clearly', async () => {
   const DEAD = /finished|closed|committed|no longer|ended/i;
   await assert.rejects(committed.query('SELECT 1'), DEAD);
   await assert.rejects(committed.exec("INSERT INTO t (id, v) VALUES (2, 'late')"), DEAD);
-  await assert.rejects(committed.tx((u) => u.query('SELECT 1')), DEAD);
+  await assert.rejects(
+    committed.tx((u) => u.query('SELECT 1')),
+    DEAD,
+  );
 
   let rolledBack;
-  await assert.rejects(ctx.sql.tx(async (t) => {
-    rolledBack = t;
-    throw new Error('rollback please');
-  }), /rollback please/);
+  await assert.rejects(
+    ctx.sql.tx(async (t) => {
+      rolledBack = t;
+      throw new Error('rollback please');
+    }),
+    /rollback please/,
+  );
   await assert.rejects(rolledBack.exec("INSERT INTO t (id, v) VALUES (3, 'late')"), DEAD);
   assert.deepEqual(await ctx.sql.query('SELECT id FROM t'), [{ id: 1 }], 'late writes never landed');
 });
@@ -189,7 +213,10 @@ test('a statement left running when fn returns does not escape the transaction',
     late = t.exec("INSERT INTO t (id, v) VALUES (1, 'unawaited')");
     late.catch(() => undefined);
   });
-  const outcome = await late.then(() => 'ran', () => 'rejected');
+  const outcome = await late.then(
+    () => 'ran',
+    () => 'rejected',
+  );
   const n = await count();
   if (outcome === 'ran') assert.equal(n, 1, 'a write that ran was committed with the tx');
   else assert.equal(n, 0, 'a rejected write left nothing');
@@ -201,9 +228,12 @@ test('tx requires a function and refuses on a closed pool', async () => {
   await sql.query('SELECT 1');
   await sql.close();
   let ran = false;
-  await assert.rejects(sql.tx(async () => {
-    ran = true;
-  }), /closed/i);
+  await assert.rejects(
+    sql.tx(async () => {
+      ran = true;
+    }),
+    /closed/i,
+  );
   assert.equal(ran, false, 'fn never ran');
 });
 
@@ -211,10 +241,18 @@ test('a small pool serialises transactions instead of failing (connectionLimit=1
   await reset();
   const sql = mysqlPool(`${ctx.db.url}?connectionLimit=1`);
   try {
-    const ids = await within(Promise.all([1, 2, 3, 4].map((i) => sql.tx(async (t) => {
-      await t.exec('INSERT INTO t (id, v) VALUES (?, ?)', [i, `v${i}`]);
-      return (await t.query('SELECT CONNECTION_ID() AS id'))[0].id;
-    }))), 10_000, 'four txs on one connection');
+    const ids = await within(
+      Promise.all(
+        [1, 2, 3, 4].map((i) =>
+          sql.tx(async (t) => {
+            await t.exec('INSERT INTO t (id, v) VALUES (?, ?)', [i, `v${i}`]);
+            return (await t.query('SELECT CONNECTION_ID() AS id'))[0].id;
+          }),
+        ),
+      ),
+      10_000,
+      'four txs on one connection',
+    );
     assert.equal(new Set(ids).size, 1);
     assert.equal(await count(), 4);
   } finally {
@@ -226,15 +264,26 @@ test('a connection killed mid-tx rejects the tx (nothing committed) and the pool
   await reset();
   const sql = mysqlPool(`${ctx.db.url}?connectionLimit=2`);
   try {
-    await assert.rejects(within(sql.tx(async (t) => {
-      await t.exec("INSERT INTO t (id, v) VALUES (1, 'lost')");
-      const [{ id }] = await t.query('SELECT CONNECTION_ID() AS id');
-      await ctx.sql.query('KILL ?', [id]);
-      await t.query('SELECT 1');
-    }), 10_000, 'tx on a killed connection'), (e) => e instanceof Error && e.message.length > 0);
+    await assert.rejects(
+      within(
+        sql.tx(async (t) => {
+          await t.exec("INSERT INTO t (id, v) VALUES (1, 'lost')");
+          const [{ id }] = await t.query('SELECT CONNECTION_ID() AS id');
+          await ctx.sql.query('KILL ?', [id]);
+          await t.query('SELECT 1');
+        }),
+        10_000,
+        'tx on a killed connection',
+      ),
+      (e) => e instanceof Error && e.message.length > 0,
+    );
     assert.equal(await count(), 0, 'nothing of the killed tx committed');
     // Every connection of the pool still works (a dead one is not handed out again).
-    const ids = await within(Promise.all([1, 2, 3, 4].map(() => sql.tx((t) => t.query('SELECT CONNECTION_ID() AS id')))), 10_000, 'later txs');
+    const ids = await within(
+      Promise.all([1, 2, 3, 4].map(() => sql.tx((t) => t.query('SELECT CONNECTION_ID() AS id')))),
+      10_000,
+      'later txs',
+    );
     assert.equal(ids.length, 4);
     assert.deepEqual(await sql.query('SELECT 1 AS one'), [{ one: 1 }]);
   } finally {

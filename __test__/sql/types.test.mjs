@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { mysqlPool, useDatabase } from './helpers.mjs';
 
 const ctx = useDatabase('sql_types', {
-  init: ({ sql }) => sql.query(`CREATE TABLE ty (
+  init: ({ sql }) =>
+    sql.query(`CREATE TABLE ty (
     id   INT AUTO_INCREMENT PRIMARY KEY,
     ti   TINYINT NULL,
     si   SMALLINT NULL,
@@ -35,7 +36,32 @@ const ctx = useDatabase('sql_types', {
   ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`),
 });
 
-const COLUMNS = ['ti', 'si', 'mi', 'ii', 'iu', 'bi', 'bu', 'yr', 'de', 'db', 'fl', 'dt', 'dt3', 'ts3', 'da', 'vc', 'vcb', 'ch', 'tx', 'lt', 'bl', 'lb', 'vb', 'bn'];
+const COLUMNS = [
+  'ti',
+  'si',
+  'mi',
+  'ii',
+  'iu',
+  'bi',
+  'bu',
+  'yr',
+  'de',
+  'db',
+  'fl',
+  'dt',
+  'dt3',
+  'ts3',
+  'da',
+  'vc',
+  'vcb',
+  'ch',
+  'tx',
+  'lt',
+  'bl',
+  'lb',
+  'vb',
+  'bn',
+];
 
 test('every column type comes back as the documented JS type', async () => {
   const { insertId } = await ctx.sql.exec(
@@ -117,14 +143,19 @@ test('DATETIME and TIMESTAMP come back as Dates (UTC wall clock)', async () => {
     const row = await sql.tx(async (t) => {
       await t.query("SET time_zone = '+00:00'");
       const { insertId } = await t.exec('INSERT INTO ty (dt, dt3, ts3) VALUES (?, ?, ?)', [when, when, when]);
-      const [r] = await t.query('SELECT dt, dt3, ts3, NOW() AS now, CURRENT_TIMESTAMP(3) AS cur FROM ty WHERE id = ?', [insertId]);
+      const [r] = await t.query('SELECT dt, dt3, ts3, NOW() AS now, CURRENT_TIMESTAMP(3) AS cur FROM ty WHERE id = ?', [
+        insertId,
+      ]);
       return r;
     });
     for (const k of ['dt', 'dt3', 'ts3', 'now', 'cur']) assert.ok(row[k] instanceof Date, `${k} is a Date`);
     assert.equal(row.dt.getTime(), Date.UTC(2031, 6, 8, 9, 10, 11), 'DATETIME (no fraction) truncates ms');
     assert.equal(row.dt3.getTime(), when.getTime());
     assert.equal(row.ts3.getTime(), when.getTime());
-    assert.ok(Math.abs(row.cur.getTime() - Date.now()) < 60_000, `CURRENT_TIMESTAMP near now: ${row.cur.toISOString()}`);
+    assert.ok(
+      Math.abs(row.cur.getTime() - Date.now()) < 60_000,
+      `CURRENT_TIMESTAMP near now: ${row.cur.toISOString()}`,
+    );
   } finally {
     await sql.close();
   }
@@ -149,6 +180,8 @@ test('rows are plain objects; duplicate names keep the last; an empty result is 
   assert.equal(Object.getPrototypeOf(r), Object.prototype);
   assert.deepEqual(r, { a: 2, b: 3 });
   assert.deepEqual(await ctx.sql.query('SELECT * FROM ty WHERE 1 = 0'), []);
-  const many = await ctx.sql.query('SELECT seq FROM (SELECT 1 AS seq UNION ALL SELECT 2 UNION ALL SELECT 3) x ORDER BY seq');
+  const many = await ctx.sql.query(
+    'SELECT seq FROM (SELECT 1 AS seq UNION ALL SELECT 2 UNION ALL SELECT 3) x ORDER BY seq',
+  );
   assert.deepEqual(many, [{ seq: 1 }, { seq: 2 }, { seq: 3 }]);
 });

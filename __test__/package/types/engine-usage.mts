@@ -58,49 +58,148 @@ import {
 
 namespace Core {
   export type RunStatus =
-    | 'pending' | 'running' | 'sleeping' | 'awaiting_signal' | 'awaiting_child'
-    | 'retrying' | 'done' | 'failed' | 'canceled';
+    | 'pending'
+    | 'running'
+    | 'sleeping'
+    | 'awaiting_signal'
+    | 'awaiting_child'
+    | 'retrying'
+    | 'done'
+    | 'failed'
+    | 'canceled';
   export type SuspendStatus = 'sleeping' | 'awaiting_signal' | 'awaiting_child' | 'retrying';
   export type StepStatus = 'ok';
-  export interface FlowError { code: string; message: string; stack?: string }
+  export interface FlowError {
+    code: string;
+    message: string;
+    stack?: string;
+  }
   export interface RunSpec {
-    name: string; version: number; input: unknown;
-    idempotencyKey?: string; tags?: readonly string[];
-    parentRunId?: string; parentCursorKey?: string; depth?: number; createdAt?: Date;
+    name: string;
+    version: number;
+    input: unknown;
+    idempotencyKey?: string;
+    tags?: readonly string[];
+    parentRunId?: string;
+    parentCursorKey?: string;
+    depth?: number;
+    createdAt?: Date;
   }
-  export interface StartResult { runId: string; created: boolean; status: RunStatus }
+  export interface StartResult {
+    runId: string;
+    created: boolean;
+    status: RunStatus;
+  }
   export interface RunRow {
-    id: string; name: string; version: number; status: RunStatus; input: unknown; attempts: number;
-    output?: unknown; error?: FlowError; idempotencyKey?: string; tags?: readonly string[];
-    parentRunId?: string; parentCursorKey?: string; depth?: number; createdAt?: Date;
+    id: string;
+    name: string;
+    version: number;
+    status: RunStatus;
+    input: unknown;
+    attempts: number;
+    output?: unknown;
+    error?: FlowError;
+    idempotencyKey?: string;
+    tags?: readonly string[];
+    parentRunId?: string;
+    parentCursorKey?: string;
+    depth?: number;
+    createdAt?: Date;
   }
-  export interface StepOutcome { status: StepStatus; result?: unknown; error?: FlowError; attempts: number; shape?: string }
-  export interface StepCheckpoint extends StepOutcome { runId: string; cursorKey: string }
-  export interface DeliveredSignal { id: string; name: string; payload: unknown }
-  export interface RunSnapshot { run: RunRow; steps: ReadonlyMap<string, StepOutcome>; signals: readonly DeliveredSignal[] }
-  export interface RunFilter { status?: RunStatus | readonly RunStatus[]; name?: string; tag?: string }
-  export interface Page { limit: number; cursor?: string }
-  export interface RunPage { runs: readonly RunRow[]; cursor?: string }
+  export interface StepOutcome {
+    status: StepStatus;
+    result?: unknown;
+    error?: FlowError;
+    attempts: number;
+    shape?: string;
+  }
+  export interface StepCheckpoint extends StepOutcome {
+    runId: string;
+    cursorKey: string;
+  }
+  export interface DeliveredSignal {
+    id: string;
+    name: string;
+    payload: unknown;
+  }
+  export interface RunSnapshot {
+    run: RunRow;
+    steps: ReadonlyMap<string, StepOutcome>;
+    signals: readonly DeliveredSignal[];
+  }
+  export interface RunFilter {
+    status?: RunStatus | readonly RunStatus[];
+    name?: string;
+    tag?: string;
+  }
+  export interface Page {
+    limit: number;
+    cursor?: string;
+  }
+  export interface RunPage {
+    runs: readonly RunRow[];
+    cursor?: string;
+  }
   export interface CronSpec {
-    name: string; schedule: string; flowName: string; flowVersion: number;
-    input?: unknown; overlap?: 'allow' | 'skip'; nextRunAt: Date;
+    name: string;
+    schedule: string;
+    flowName: string;
+    flowVersion: number;
+    input?: unknown;
+    overlap?: 'allow' | 'skip';
+    nextRunAt: Date;
   }
   export interface CronRow {
-    name: string; schedule: string; flowName: string; flowVersion: number;
-    input: unknown; overlap: 'allow' | 'skip'; nextRunAt: Date; lastRunAt?: Date;
+    name: string;
+    schedule: string;
+    flowName: string;
+    flowVersion: number;
+    input: unknown;
+    overlap: 'allow' | 'skip';
+    nextRunAt: Date;
+    lastRunAt?: Date;
   }
   export type TerminalOutcome =
     | { status: 'done'; output: unknown }
     | { status: 'failed'; error: FlowError }
     | { status: 'canceled'; error?: FlowError };
-  export interface EnqueueOpts { runAt?: Date; priority?: number }
-  export interface ClaimOpts { limit: number; leaseMs: number; now?: Date }
-  export interface Lease { runId: string; token: string; expiresAt: Date; version: number }
-  export interface QueueDepth { claimable: number; leased: number; oldestClaimableAgeMs: number | null }
-  export interface TimerDueOpts { now?: Date; limit: number }
-  export interface SpawnRequest { runId: string; spec: RunSpec; enqueue?: EnqueueOpts }
-  export interface EnqueueRequest { runId: string; opts?: EnqueueOpts }
-  export interface TimerRequest { runId: string; fireAt: Date }
+  export interface EnqueueOpts {
+    runAt?: Date;
+    priority?: number;
+  }
+  export interface ClaimOpts {
+    limit: number;
+    leaseMs: number;
+    now?: Date;
+  }
+  export interface Lease {
+    runId: string;
+    token: string;
+    expiresAt: Date;
+    version: number;
+  }
+  export interface QueueDepth {
+    claimable: number;
+    leased: number;
+    oldestClaimableAgeMs: number | null;
+  }
+  export interface TimerDueOpts {
+    now?: Date;
+    limit: number;
+  }
+  export interface SpawnRequest {
+    runId: string;
+    spec: RunSpec;
+    enqueue?: EnqueueOpts;
+  }
+  export interface EnqueueRequest {
+    runId: string;
+    opts?: EnqueueOpts;
+  }
+  export interface TimerRequest {
+    runId: string;
+    fireAt: Date;
+  }
   export interface Outbox {
     spawn?: readonly SpawnRequest[];
     enqueue?: readonly EnqueueRequest[];
@@ -116,7 +215,12 @@ namespace Core {
     loadRunRow(runId: string): Promise<RunRow | undefined>;
     loadRunRows(runIds: readonly string[]): Promise<(RunRow | undefined)[]>;
     arriveAtJoin(parentRunId: string): Promise<number | undefined>;
-    postSignal(runId: string, name: string, payload: unknown, opts?: { idempotencyKey?: string }): Promise<{ delivered: boolean }>;
+    postSignal(
+      runId: string,
+      name: string,
+      payload: unknown,
+      opts?: { idempotencyKey?: string },
+    ): Promise<{ delivered: boolean }>;
     markRunning(runId: string): Promise<number>;
     checkpointStep(c: StepCheckpoint, fx?: Outbox): Promise<StepOutcome>;
     suspendRun(runId: string, status: SuspendStatus, fx?: Outbox): Promise<void>;
@@ -149,17 +253,28 @@ namespace Core {
     wait(runId: string, timeoutMs: number): Promise<void>;
     signal(runId: string): Promise<void>;
   }
-  export interface Backend { readonly store: Store; readonly queue: Queue; readonly timer: Timer; readonly wakeup: Wakeup }
+  export interface Backend {
+    readonly store: Store;
+    readonly queue: Queue;
+    readonly timer: Timer;
+    readonly wakeup: Wakeup;
+  }
 
   // §1.1: what core and users hand to the package.
-  export interface WriteResult { affectedRows: number; insertId: number }
+  export interface WriteResult {
+    affectedRows: number;
+    insertId: number;
+  }
   export interface Sql {
     query<R = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<R[]>;
     exec(text: string, params?: readonly unknown[]): Promise<WriteResult>;
     tx<T>(fn: (t: Sql) => Promise<T>): Promise<T>;
   }
   export type IdGen = () => string;
-  export interface MysqlBackendOpts { prefix?: string; id?: IdGen }
+  export interface MysqlBackendOpts {
+    prefix?: string;
+    id?: IdGen;
+  }
 }
 
 // ---- type-level equivalences (exported names ⇔ core's shapes) ----------------------------------
@@ -284,7 +399,14 @@ async function engineLikeUsage({ store, queue, timer, wakeup }: Core.Backend): P
   const now = new Date();
 
   // submit / submitMany
-  const started: Core.StartResult = await store.startRun({ name: 'greet', version: 1, input: { who: 'ann' }, idempotencyKey: 'k', depth: 0, createdAt: now });
+  const started: Core.StartResult = await store.startRun({
+    name: 'greet',
+    version: 1,
+    input: { who: 'ann' },
+    idempotencyKey: 'k',
+    depth: 0,
+    createdAt: now,
+  });
   if (started.created) await queue.enqueue(started.runId, { runAt: now, priority: 0 });
   const many = await store.startManyRuns([
     { name: 'greet', version: 1, input: null, tags: ['a', 'b'] },
@@ -318,11 +440,27 @@ async function engineLikeUsage({ store, queue, timer, wakeup }: Core.Backend): P
     const memo: Core.StepOutcome | undefined = steps.get('s0');
     const result: unknown = memo
       ? memo.result
-      : (await store.checkpointStep({ runId: run.id, cursorKey: 's0', status: 'ok', result: { x: 1 }, attempts: attempt, shape: 'step:a' })).result;
+      : (
+          await store.checkpointStep({
+            runId: run.id,
+            cursorKey: 's0',
+            status: 'ok',
+            result: { x: 1 },
+            attempts: attempt,
+            shape: 'step:a',
+          })
+        ).result;
     const signal: Core.DeliveredSignal | undefined = signals[0];
     if (signal) {
       await store.checkpointStep(
-        { runId: run.id, cursorKey: 's1', status: 'ok', result: signal.payload, attempts: attempt, shape: `signal:${signal.name}` },
+        {
+          runId: run.id,
+          cursorKey: 's1',
+          status: 'ok',
+          result: signal.payload,
+          attempts: attempt,
+          shape: `signal:${signal.name}`,
+        },
         { consumeSignals: [signal.id] },
       );
     }
@@ -330,7 +468,13 @@ async function engineLikeUsage({ store, queue, timer, wakeup }: Core.Backend): P
     await store.checkpointStep(
       { runId: run.id, cursorKey: 's2', status: 'ok', result: child, attempts: attempt, shape: 'invoke:child@1' },
       {
-        spawn: [{ runId: child, spec: { name: 'child', version: 1, input: result, parentRunId: run.id, parentCursorKey: 's2', depth: 1 }, enqueue: { priority: 1 } }],
+        spawn: [
+          {
+            runId: child,
+            spec: { name: 'child', version: 1, input: result, parentRunId: run.id, parentCursorKey: 's2', depth: 1 },
+            enqueue: { priority: 1 },
+          },
+        ],
         joinTarget: { runId: run.id, count: 1 },
         enqueue: [{ runId: child, opts: { runAt: now } }],
       },
@@ -341,7 +485,8 @@ async function engineLikeUsage({ store, queue, timer, wakeup }: Core.Backend): P
     await store.suspendRun(run.id, 'awaiting_child');
     const failure: Core.FlowError = { code: 'E', message: 'boom' };
     await store.markTerminal(run.id, attempt > 10 ? { status: 'failed', error: failure } : { status: 'done', output });
-    for (const c of await store.childrenOf(run.id)) await store.markTerminal(c.id, { status: 'canceled', error: failure });
+    for (const c of await store.childrenOf(run.id))
+      await store.markTerminal(c.id, { status: 'canceled', error: failure });
     const remaining: number | undefined = await store.arriveAtJoin(run.id);
     if (remaining !== undefined && remaining <= 0) await queue.enqueue(run.id);
     await wakeup.signal(run.id);
@@ -357,8 +502,14 @@ async function engineLikeUsage({ store, queue, timer, wakeup }: Core.Backend): P
   const { retried } = await store.retryRun(started.runId);
   if (retried) await wakeup.signal(started.runId);
   await wakeup.wait(started.runId, 500);
-  const page: Core.RunPage = await store.listRuns({ status: ['pending', 'running'], name: 'greet', tag: 'a' }, { limit: 10 });
-  const next = page.cursor === undefined ? undefined : await store.listRuns({ status: 'done' }, { limit: 10, cursor: page.cursor });
+  const page: Core.RunPage = await store.listRuns(
+    { status: ['pending', 'running'], name: 'greet', tag: 'a' },
+    { limit: 10 },
+  );
+  const next =
+    page.cursor === undefined
+      ? undefined
+      : await store.listRuns({ status: 'done' }, { limit: 10, cursor: page.cursor });
   void next;
   const health: Record<Core.RunStatus, number> = await store.runStats();
   const depth: Core.QueueDepth = await queue.depth(now);
@@ -373,11 +524,24 @@ async function engineLikeUsage({ store, queue, timer, wakeup }: Core.Backend): P
   void pruned;
 
   // crons
-  await store.upsertCron({ name: 'nightly', schedule: '0 3 * * *', flowName: 'greet', flowVersion: 1, input: {}, overlap: 'skip', nextRunAt: now });
+  await store.upsertCron({
+    name: 'nightly',
+    schedule: '0 3 * * *',
+    flowName: 'greet',
+    flowVersion: 1,
+    input: {},
+    overlap: 'skip',
+    nextRunAt: now,
+  });
   for (const cron of await store.dueCrons(now, 100)) {
     const row: Core.CronRow = cron;
     const last: Date | undefined = row.lastRunAt;
-    const won: boolean = await store.advanceCron(row.name, row.nextRunAt, new Date(row.nextRunAt.getTime() + 60_000), now);
+    const won: boolean = await store.advanceCron(
+      row.name,
+      row.nextRunAt,
+      new Date(row.nextRunAt.getTime() + 60_000),
+      now,
+    );
     void [last, won];
   }
 }
