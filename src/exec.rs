@@ -406,35 +406,19 @@ impl Mode {
     }
 }
 
-/// Runs `body` on the native pool in `mode`.
-pub async fn run<T, F>(handle: &Arc<PoolHandle>, mode: Mode, body: F) -> Result<T>
+/// Runs `body` on one pooled connection in `mode`, re-running it after deadlocks and aborts
+/// (bounded). Autocommit bodies are safe to re-run: a statement that fails with a deadlock was not
+/// applied, and the statements before it in the body are idempotent reads or writes. In a
+/// transaction `BEGIN` rides on the body's first batch, and `COMMIT` follows as its own round
+/// trip once every statement was seen to succeed, so a body of one batch costs two round trips.
+pub async fn run<T, F>(handle: &Arc<PoolHandle>, mode: Mode, mut body: F) -> Result<T>
 where
     F: for<'a, 'b> FnMut(&'a mut NativeExec<'b>) -> BoxFut<'a, T>,
 {
-    match mode {
-        Mode::Autocommit => autocommit(handle, body).await,
-        Mode::Transaction => transaction(handle, body).await,
-    }
-}
-
-/// Boxed future type for unit bodies.
-pub type BoxFut<'a, T> = std::pin::Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
-
-/// Sends one statement that ends a transaction (`COMMIT` / `ROLLBACK`), bounded.
-pub async fn finish(handle: &Arc<PoolHandle>, conn: &mut Conn, statement: &str) -> Result<()> {
-    handle.round_trips.fetch_add(1, Ordering::Relaxed);
-    let id = conn.id();
-    let sent = async { conn.query_drop(statement).await.map_err(Error::from) };
-    handle.bounded(id, marks([statement]), sent).await
-}
-
-/// Runs `body` on one connection without a transaction (autocommit statements). Every body
-/// given here is safe to re-run after a deadlock: a statement that fails with one was not
-/// applied, and the statements before it in the body are idempotent reads or writes.
-pub async fn autocommit<T, F>(handle: &Arc<PoolHandle>, mut body: F) -> Result<T>
-where
-    F: for<'a, 'b> FnMut(&'a mut NativeExec<'b>) -> BoxFut<'a, T>,
-{
+    let opening = match mode {
+        Mode::Autocommit => None,
+        Mode::Transaction => Some("BEGIN"),
+    };
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -442,35 +426,7 @@ where
         let mut exec = NativeExec {
             conn: &mut conn,
             handle,
-            opening: None,
-            begun: false,
-        };
-        let result = body(&mut exec).await;
-        release(conn, &result).await;
-        match result {
-            Err(e) if e.is_transient() && attempt < MAX_TX_ATTEMPTS => {
-                backoff(handle, attempt).await
-            }
-            other => return other.map_err(|e| handle.redact(e)),
-        }
-    }
-}
-
-/// Runs `body` as one READ COMMITTED transaction, re-running it after deadlocks and aborts
-/// (bounded). `BEGIN` rides on the body's first batch; `COMMIT` follows as its own round trip
-/// once every statement was seen to succeed, so a body of one batch costs two round trips.
-pub async fn transaction<T, F>(handle: &Arc<PoolHandle>, mut body: F) -> Result<T>
-where
-    F: for<'a, 'b> FnMut(&'a mut NativeExec<'b>) -> BoxFut<'a, T>,
-{
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        let mut conn = handle.acquire().await?;
-        let mut exec = NativeExec {
-            conn: &mut conn,
-            handle,
-            opening: Some("BEGIN"),
+            opening,
             begun: false,
         };
         let result = body(&mut exec).await;
@@ -494,6 +450,17 @@ where
             other => return other.map_err(|e| handle.redact(e)),
         }
     }
+}
+
+/// Boxed future type for unit bodies.
+pub type BoxFut<'a, T> = std::pin::Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
+
+/// Sends one statement that ends a transaction (`COMMIT` / `ROLLBACK`), bounded.
+pub async fn finish(handle: &Arc<PoolHandle>, conn: &mut Conn, statement: &str) -> Result<()> {
+    handle.round_trips.fetch_add(1, Ordering::Relaxed);
+    let id = conn.id();
+    let sent = async { conn.query_drop(statement).await.map_err(Error::from) };
+    handle.bounded(id, marks([statement]), sent).await
 }
 
 /// Counts a re-run and waits a random time, up to twice as long each attempt (capped), so that

@@ -54,17 +54,7 @@ export const RUN_ROW_KEYS = [
 ];
 export const STEP_KEYS = ['status', 'result', 'error', 'attempts', 'shape'];
 export const CRON_KEYS = ['name', 'schedule', 'flowName', 'flowVersion', 'input', 'overlap', 'nextRunAt', 'lastRunAt'];
-export const RUN_STATUSES = [
-  'pending',
-  'running',
-  'sleeping',
-  'awaiting_signal',
-  'awaiting_child',
-  'retrying',
-  'done',
-  'failed',
-  'canceled',
-];
+export { RUN_STATUSES } from '../helpers/seed.mjs';
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

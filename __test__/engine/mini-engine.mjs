@@ -21,17 +21,7 @@
 //                                 `all:<N>:join` checkpoint with the ordered outputs.
 import { randomUUID } from 'node:crypto';
 
-export const RUN_STATUSES = [
-  'pending',
-  'running',
-  'sleeping',
-  'awaiting_signal',
-  'awaiting_child',
-  'retrying',
-  'done',
-  'failed',
-  'canceled',
-];
+export { RUN_STATUSES } from '../helpers/seed.mjs';
 export const TERMINAL = ['done', 'failed', 'canceled'];
 export const NON_SUCCESS_TERMINAL = ['failed', 'canceled'];
 export const ACTIVE = ['pending', 'running', 'sleeping', 'awaiting_signal', 'awaiting_child', 'retrying'];

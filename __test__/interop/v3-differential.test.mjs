@@ -57,6 +57,8 @@ import mysql from 'mysql2/promise';
 import { wrapSql } from '../conformance/fixture.mjs';
 import { freshDatabase } from '../helpers/db.mjs';
 import { loadReference, referenceSql, runSetWhereSql, skipWithoutReference } from '../helpers/reference.mjs';
+import { rngOf } from '../helpers/rng.mjs';
+import { RUN_STATUSES, TERMINAL_STATUSES } from '../helpers/seed.mjs';
 
 const require = createRequire(import.meta.url);
 
@@ -88,18 +90,7 @@ const PK = {
 };
 const SEQ_TABLES = ['run', 'signal'];
 
-const RUN_STATUSES = [
-  'pending',
-  'running',
-  'sleeping',
-  'awaiting_signal',
-  'awaiting_child',
-  'retrying',
-  'done',
-  'failed',
-  'canceled',
-];
-const TERMINAL = ['done', 'failed', 'canceled'];
+const TERMINAL = TERMINAL_STATUSES;
 const ACTIVE = RUN_STATUSES.filter((s) => !TERMINAL.includes(s));
 const SUSPEND = ['sleeping', 'awaiting_signal', 'awaiting_child', 'retrying'];
 
@@ -138,14 +129,7 @@ const PAYLOADS = [
 // ---------------------------------------------------------------------------------------------
 
 function makeRng(seed) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = rngOf(seed);
   const int = (lo, hi) => lo + Math.floor(next() * (hi - lo + 1));
   const chance = (p) => next() < p;
   const pick = (arr) => arr[Math.floor(next() * arr.length)];

@@ -22,6 +22,7 @@ import mysql from 'mysql2/promise';
 import { closeAdmin, freshDatabase, serverUrl } from '../helpers/db.mjs';
 import { startFaultProxy } from '../helpers/faultproxy.mjs';
 import { applySchema, createMysqlBackend, mysqlPool, settle, sleep, withParams, within } from './helpers.mjs';
+import { rngOf } from '../helpers/rng.mjs';
 
 const TRIALS = Number(process.env.ATOMICITY_TRIALS) || 100;
 const DELAY_TRIALS = Math.min(10, Math.max(4, Math.ceil(TRIALS / 5)));
@@ -46,18 +47,6 @@ after(async () => {
   if (proxy) await proxy.close();
   await closeAdmin();
 });
-
-/** Small deterministic PRNG (mulberry32): the same seed replays the same trials. */
-function rngOf(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function seedFor(label) {
   let h = SEED >>> 0;

@@ -20,6 +20,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { adminQuery, closeAdmin } from '../helpers/db.mjs';
 import { freshPool, sleep } from './helpers.mjs';
+import { rngOf } from '../helpers/rng.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const CHILD = path.join(here, 'fixtures', 'kill-mid-call.mjs');
@@ -39,18 +40,6 @@ after(async () => {
   if (env) await env.close();
   await closeAdmin();
 });
-
-/** mulberry32: the same seed gives the same kill delays. */
-function rngOf(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Rows on the direct admin connection (database-qualified names). */
 const q = async (text, params) => (await adminQuery(text, params))[0];
