@@ -34,42 +34,21 @@ import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 
 import mysql from 'mysql2/promise';
+import { killOnExit } from './exit-hooks.mjs';
+import { isRoot, readTail, serverBinaries, tempBase, which, within } from './server-tools.mjs';
 
 export const GALERA_PROVIDER = process.env.GALERA_PROVIDER || '/usr/lib/galera/libgalera_smm.so';
 
 const READY_TIMEOUT_MS = 60_000; // per node: start-up, including a joiner's SST
 const SYNC_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 15_000;
-const SBIN = ['/usr/sbin', '/usr/local/sbin', '/usr/local/mysql/bin', '/usr/local/bin', '/usr/bin'];
 
 const live = new Set(); // clusters still running in this process
-let hooksInstalled = false;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function which(cmd, extraDirs = SBIN) {
-  const dirs = [...(process.env.PATH || '').split(path.delimiter), ...extraDirs];
-  for (const dir of dirs) {
-    if (!dir) continue;
-    const p = path.join(dir, cmd);
-    try {
-      fs.accessSync(p, fs.constants.X_OK);
-      return p;
-    } catch {}
-  }
-  return null;
-}
-
-function findBinaries() {
-  return {
-    mariadbd: process.env.MARIADBD || which('mariadbd') || which('mysqld'),
-    installDb: process.env.MARIADB_INSTALL_DB || which('mariadb-install-db') || which('mysql_install_db'),
-  };
-}
 
 /**
  * Why a Galera cluster cannot be started here (a one-line reason), or null when everything it
@@ -77,7 +56,7 @@ function findBinaries() {
  * script calls (rsync, my_print_defaults, one of ss / lsof / sockstat).
  */
 export function galeraUnavailable() {
-  const bins = findBinaries();
+  const bins = serverBinaries();
   const missing = [];
   if (!bins.mariadbd || !bins.installDb) missing.push('mariadbd / mariadb-install-db (apt-get install mariadb-server)');
   if (!fs.existsSync(GALERA_PROVIDER)) missing.push(`${GALERA_PROVIDER} (apt-get install galera-4)`);
@@ -100,17 +79,6 @@ export function galeraSkip() {
   return why;
 }
 
-/** Base directory for datadirs: tmpfs (/dev/shm) when roomy, else os.tmpdir(). */
-function tempBase() {
-  if (process.env.MARIADB_TMPDIR) return process.env.MARIADB_TMPDIR;
-  try {
-    const st = fs.statfsSync('/dev/shm');
-    fs.accessSync('/dev/shm', fs.constants.W_OK);
-    if (st.bavail * st.bsize >= 3 * 1024 ** 3) return '/dev/shm';
-  } catch {}
-  return os.tmpdir();
-}
-
 /** `n` distinct free loopback ports (all held open together, so none is handed out twice). */
 async function freePorts(n) {
   const servers = [];
@@ -128,19 +96,6 @@ async function freePorts(n) {
   } finally {
     await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
   }
-}
-
-function readTail(file, max = 6000) {
-  try {
-    const s = fs.readFileSync(file, 'utf8');
-    return s.length > max ? '…' + s.slice(-max) : s;
-  } catch (e) {
-    return `(could not read ${file}: ${e.message})`;
-  }
-}
-
-function isRoot() {
-  return typeof process.getuid === 'function' && process.getuid() === 0;
 }
 
 /**
@@ -258,22 +213,6 @@ setInterval(() => {
 }, 500);
 `;
 
-function installHooks() {
-  if (hooksInstalled) return;
-  hooksInstalled = true;
-  process.on('exit', () => {
-    for (const c of live) killClusterSync(c);
-  });
-  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-    process.on(sig, () => {
-      // Act as the default handler only when nobody else listens (see helpers/mariadb.mjs).
-      if (process.listenerCount(sig) > 1) return;
-      for (const c of live) killClusterSync(c);
-      process.exit(128 + os.constants.signals[sig]);
-    });
-  }
-}
-
 function running(n) {
   return n.proc && n.proc.exitCode === null && n.proc.signalCode === null;
 }
@@ -308,21 +247,6 @@ function killClusterSync(c) {
   try {
     fs.rmSync(c.dir, { recursive: true, force: true });
   } catch {}
-}
-
-/** Resolves true when `promise` settles within `ms`, else false; leaves no timer behind. */
-function within(promise, ms) {
-  let timer;
-  const timeout = new Promise((r) => {
-    timer = setTimeout(() => r(false), ms);
-  });
-  return Promise.race([
-    promise.then(
-      () => true,
-      () => true,
-    ),
-    timeout,
-  ]).finally(() => clearTimeout(timer));
 }
 
 function initDatadir(n, bins, user) {
@@ -488,7 +412,7 @@ async function waitSynced(c, size, timeoutMs = SYNC_TIMEOUT_MS) {
 export async function startGaleraCluster({ nodes = 3, options = {} } = {}) {
   const why = galeraUnavailable();
   if (why) throw new Error(why);
-  const bins = findBinaries();
+  const bins = serverBinaries();
   // A port taken between probing and binding fails the start: try again with new ports.
   for (let attempt = 1; ; attempt++) {
     try {
@@ -501,7 +425,7 @@ export async function startGaleraCluster({ nodes = 3, options = {} } = {}) {
 
 async function startOnce(size, extraOptions, bins) {
   const t0 = Date.now();
-  const dir = fs.mkdtempSync(path.join(tempBase(), 'iterflow-galera-'));
+  const dir = fs.mkdtempSync(path.join(tempBase(3), 'iterflow-galera-'));
   const c = {
     dir,
     // A cluster name of our own: a node can never join another test's cluster by mistake.
@@ -511,7 +435,7 @@ async function startOnce(size, extraOptions, bins) {
     user: runUser(),
     watchdog: null,
   };
-  installHooks();
+  killOnExit(live, killClusterSync);
   live.add(c);
   const phases = {};
   try {

@@ -18,10 +18,11 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 
 import mysql from 'mysql2/promise';
+import { killOnExit } from './exit-hooks.mjs';
+import { isRoot, readTail, serverBinaries, tempBase, within } from './server-tools.mjs';
 
 export const PASSWORD_USER = Object.freeze({ user: 'iterflow', password: 's3cret-pw' });
 
@@ -30,46 +31,17 @@ const STOP_TIMEOUT_MS = 30_000;
 
 /** Servers still running in this process (for the exit / signal hooks). */
 const live = new Set();
-let hooksInstalled = false;
-
-function which(cmd, extraDirs = []) {
-  const dirs = [...(process.env.PATH || '').split(path.delimiter), ...extraDirs];
-  for (const dir of dirs) {
-    if (!dir) continue;
-    const p = path.join(dir, cmd);
-    try {
-      fs.accessSync(p, fs.constants.X_OK);
-      return p;
-    } catch {}
-  }
-  return null;
-}
-
-const SBIN = ['/usr/sbin', '/usr/local/sbin', '/usr/local/mysql/bin', '/usr/local/bin'];
 
 function findBinaries() {
-  const mariadbd = process.env.MARIADBD || which('mariadbd', SBIN) || which('mysqld', SBIN);
-  const installDb =
-    process.env.MARIADB_INSTALL_DB || which('mariadb-install-db', SBIN) || which('mysql_install_db', SBIN);
-  if (!mariadbd || !installDb) {
+  const bins = serverBinaries();
+  if (!bins.mariadbd || !bins.installDb) {
     throw new Error(
       'MariaDB server binaries not found (need `mariadbd` and `mariadb-install-db`). ' +
         'Install them with `apt-get install -y mariadb-server`, ' +
         'or point MYSQL_URL at an existing server.',
     );
   }
-  return { mariadbd, installDb };
-}
-
-/** Base directory for datadirs: tmpfs (/dev/shm) when roomy, else os.tmpdir(). */
-function tempBase() {
-  if (process.env.MARIADB_TMPDIR) return process.env.MARIADB_TMPDIR;
-  try {
-    const st = fs.statfsSync('/dev/shm');
-    fs.accessSync('/dev/shm', fs.constants.W_OK);
-    if (st.bavail * st.bsize >= 2 * 1024 ** 3) return '/dev/shm';
-  } catch {}
-  return os.tmpdir();
+  return bins;
 }
 
 function freePort() {
@@ -85,34 +57,6 @@ function freePort() {
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** Resolves true when `promise` settles within `ms`, else false; leaves no timer behind. */
-function within(promise, ms) {
-  let timer;
-  const timeout = new Promise((r) => {
-    timer = setTimeout(() => r(false), ms);
-  });
-  return Promise.race([
-    promise.then(
-      () => true,
-      () => true,
-    ),
-    timeout,
-  ]).finally(() => clearTimeout(timer));
-}
-
-function readTail(file, max = 8000) {
-  try {
-    const s = fs.readFileSync(file, 'utf8');
-    return s.length > max ? '…' + s.slice(-max) : s;
-  } catch (e) {
-    return `(could not read ${file}: ${e.message})`;
-  }
-}
-
-function isRoot() {
-  return typeof process.getuid === 'function' && process.getuid() === 0;
-}
 
 // Options shared by install-db (it passes unknown options to mariadbd) and the
 // server, so InnoDB does not resize its redo log on first start.
@@ -161,25 +105,6 @@ setInterval(() => {
   setTimeout(() => { try { fs.rmSync(dir, { recursive: true, force: true }); } catch {} process.exit(0); }, 300);
 }, 500);
 `;
-
-function installHooks() {
-  if (hooksInstalled) return;
-  hooksInstalled = true;
-  // Synchronous last resort: kill whatever is left and remove its files.
-  process.on('exit', () => {
-    for (const s of live) killSync(s);
-  });
-  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-    process.on(sig, () => {
-      // Only act as the default handler would (terminate) when nobody else
-      // listens for this signal; otherwise the other listener decides, and
-      // the 'exit' hook still cleans up.
-      if (process.listenerCount(sig) > 1) return;
-      for (const s of live) killSync(s);
-      process.exit(128 + os.constants.signals[sig]);
-    });
-  }
-}
 
 function killSync(s) {
   live.delete(s);
@@ -327,7 +252,7 @@ export async function startPrivateServer(opts = {}) {
     watchdog: null,
   };
   fs.mkdirSync(s.tmp);
-  installHooks();
+  killOnExit(live, killSync);
   live.add(s);
   try {
     s.watchdog = spawn(process.execPath, ['-e', WATCHDOG_SRC, String(process.pid), dir], {
