@@ -19,10 +19,10 @@
 // node at limit 4 found a double lease in 3 of 4 single rounds; 3 per node at limit 1 found 3–14
 // per round (1 phantom claim per ~300 BF aborts). The rounds at limits 1, 2, 4 make a miss
 // practically impossible and still cover multi-row claims.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import m from '../../index.js';
-import { galeraSkip, startGaleraCluster } from '../helpers/galera.mjs';
+import { countConflicts, useGaleraCluster } from '../helpers/galera.mjs';
 
 const { mysqlPool, applySchema, createMysqlBackend } = m;
 
@@ -33,24 +33,14 @@ const LEASE_MS = 10 * 60_000;
 const ROUND_DEADLINE_MS = 40_000; // the workers stop here whatever happened (then the test fails)
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-const skip = galeraSkip();
-let cluster;
-before(
-  async () => {
-    if (skip) return;
-    cluster = await startGaleraCluster({ nodes: 3 });
-  },
-  { timeout: 120_000 },
-);
-after(async () => cluster && cluster.stop());
-
-const CONFLICT_STATUS = ['wsrep_local_cert_failures', 'wsrep_local_bf_aborts'];
-const sumStatus = (rows, name) => rows.reduce((n, r) => n + Number(r[name] || 0), 0);
+const galera = useGaleraCluster();
+const { skip } = galera;
 
 test(
   `${LIMITS.length} rounds of ${JOBS} jobs, ${WORKERS_PER_NODE} claiming workers on each of 3 Galera nodes: no job leased twice`,
   { skip, timeout: 150_000 },
   async (t) => {
+    const { cluster } = galera;
     const db = await cluster.createDatabase('galera_claims');
     const pools = [];
     t.after(async () => {
@@ -77,7 +67,7 @@ test(
     const heartbeatFailures = []; // { worker, runId, message }
     const errors = { claim: [], heartbeat: [], ack: [] }; // errors that reached the caller
     const rounds = [];
-    const status0 = await cluster.status(CONFLICT_STATUS);
+    const conflicts = await countConflicts(cluster);
     const t0 = performance.now();
 
     for (const [r, limit] of LIMITS.entries()) {
@@ -169,10 +159,7 @@ test(
     const loadMs = performance.now() - t0;
 
     // ---- accounting -----------------------------------------------------------------------------
-    const status1 = await cluster.status(CONFLICT_STATUS);
-    const certFailures =
-      sumStatus(status1, 'wsrep_local_cert_failures') - sumStatus(status0, 'wsrep_local_cert_failures');
-    const bfAborts = sumStatus(status1, 'wsrep_local_bf_aborts') - sumStatus(status0, 'wsrep_local_bf_aborts');
+    const { certFailures, bfAborts } = await conflicts();
     const total = (k) => rounds.reduce((n, r) => n + r[k], 0);
     const doubles = [...claimsOf].filter(([, list]) => list.length > 1);
     const never = total('never');

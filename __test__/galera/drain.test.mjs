@@ -13,10 +13,10 @@
 //     enqueued or scheduled did (the child exists and finished, the side run finished, the timer
 //     row is there), nothing else was written, the queue is empty;
 //   - CHECKSUM TABLE of the six tables identical on every node.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import m from '../../index.js';
-import { galeraSkip, startGaleraCluster } from '../helpers/galera.mjs';
+import { countConflicts, useGaleraCluster } from '../helpers/galera.mjs';
 import { TERMINAL, sleep } from '../reliability/engine.mjs';
 
 const { mysqlPool, applySchema, createMysqlBackend } = m;
@@ -31,19 +31,8 @@ const DRAIN_DEADLINE_MS = 90_000;
 const FAR = Date.parse('2100-01-01T00:00:00Z');
 const TABLES = ['run', 'step', 'job', 'timer', 'signal', 'cron'];
 
-const skip = galeraSkip();
-let cluster;
-before(
-  async () => {
-    if (skip) return;
-    cluster = await startGaleraCluster({ nodes: 3 });
-  },
-  { timeout: 120_000 },
-);
-after(async () => cluster && cluster.stop());
-
-const CONFLICT_STATUS = ['wsrep_local_cert_failures', 'wsrep_local_bf_aborts'];
-const sumStatus = (rows, name) => rows.reduce((n, r) => n + Number(r[name] || 0), 0);
+const galera = useGaleraCluster();
+const { skip } = galera;
 
 const childOf = (id) => `${id}.child`;
 
@@ -130,6 +119,7 @@ test(
   `${MAIN} runs with outboxes drained by ${WORKERS_PER_NODE} workers on each of 3 Galera nodes: each done once, outboxes complete, nodes identical`,
   { skip, timeout: 150_000 },
   async (t) => {
+    const { cluster } = galera;
     const db = await cluster.createDatabase('galera_drain');
     const pools = [];
     t.after(async () => {
@@ -183,7 +173,7 @@ test(
         workers.push({ name: `${node.name}w${w}`, sql, backend: createMysqlBackend(sql), driven: 0 });
       }
     });
-    const status0 = await cluster.status(CONFLICT_STATUS);
+    const conflicts = await countConflicts(cluster);
     const t0 = performance.now();
     const loop = async (wk) => {
       while (!stop) {
@@ -238,10 +228,7 @@ test(
 
     // ---- accounting --------------------------------------------------------------------------------
     const sums = await cluster.checksum(db.name, TABLES);
-    const status1 = await cluster.status(CONFLICT_STATUS);
-    const certFailures =
-      sumStatus(status1, 'wsrep_local_cert_failures') - sumStatus(status0, 'wsrep_local_cert_failures');
-    const bfAborts = sumStatus(status1, 'wsrep_local_bf_aborts') - sumStatus(status0, 'wsrep_local_bf_aborts');
+    const { certFailures, bfAborts } = await conflicts();
     const retries = workers.reduce((n, wk) => n + wk.sql.stats().deadlockRetries, 0);
 
     const rows = await q('SELECT id, name, status, output, parent_run_id AS parent FROM `T.run`');

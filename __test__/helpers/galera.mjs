@@ -36,6 +36,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 
+import { after, before } from 'node:test';
 import mysql from 'mysql2/promise';
 import { killOnExit } from './exit-hooks.mjs';
 import { isRoot, readTail, serverBinaries, tempBase, which, within } from './server-tools.mjs';
@@ -628,4 +629,39 @@ async function startOnce(size, extraOptions, bins) {
     },
   };
   return handle;
+}
+
+/**
+ * The file's cluster: a 3-node cluster started before its tests (unless Galera is unavailable)
+ * and stopped after them. `skip` is the reason to skip (or false); `cluster` is set once started.
+ */
+export function useGaleraCluster({ nodes = 3 } = {}) {
+  const ctx = { skip: galeraSkip(), cluster: undefined };
+  before(
+    async () => {
+      if (ctx.skip) return;
+      ctx.cluster = await startGaleraCluster({ nodes });
+    },
+    { timeout: 120_000 },
+  );
+  after(async () => ctx.cluster && ctx.cluster.stop());
+  return ctx;
+}
+
+const CONFLICT_STATUS = ['wsrep_local_cert_failures', 'wsrep_local_bf_aborts'];
+
+/**
+ * Starts counting certification conflicts on every node of `cluster`; the function it resolves
+ * to answers `{ certFailures, bfAborts }` since then, summed over the nodes.
+ */
+export async function countConflicts(cluster) {
+  const sum = (rows, name) => rows.reduce((n, r) => n + Number(r[name] || 0), 0);
+  const start = await cluster.status(CONFLICT_STATUS);
+  return async () => {
+    const now = await cluster.status(CONFLICT_STATUS);
+    return {
+      certFailures: sum(now, 'wsrep_local_cert_failures') - sum(start, 'wsrep_local_cert_failures'),
+      bfAborts: sum(now, 'wsrep_local_bf_aborts') - sum(start, 'wsrep_local_bf_aborts'),
+    };
+  };
 }
