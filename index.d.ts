@@ -60,6 +60,12 @@ export interface PoolOptions {
    * to kill its session.
    */
   queryTimeoutMs?: number;
+  /**
+   * Prepared statements each connection keeps (default 16). The backend's single-statement
+   * writes run prepared (binary protocol), which spares the server parsing them; 0 sends every
+   * statement as text (for proxies that cannot keep prepared statements).
+   */
+  statementCacheSize?: number;
   ssl?: boolean | SslOptions;
 }
 

@@ -88,6 +88,7 @@ function fromUrl(text) {
     connectionLimit: p.get('connectionLimit') || p.get('connection_limit') || undefined,
     acquireTimeoutMs: p.get('acquireTimeoutMs') || p.get('acquire_timeout_ms') || undefined,
     queryTimeoutMs: p.get('queryTimeoutMs') || p.get('query_timeout_ms') || undefined,
+    statementCacheSize: p.get('statementCacheSize') || p.get('statement_cache_size') || undefined,
     ssl: sslFromUrl(p),
     _sslNormalised: true,
   });
@@ -104,6 +105,7 @@ function normalise(o) {
     connectionLimit: optInt(o.connectionLimit, 'connectionLimit'),
     acquireTimeoutMs: optInt(o.acquireTimeoutMs, 'acquireTimeoutMs'),
     queryTimeoutMs: optInt(o.queryTimeoutMs, 'queryTimeoutMs'),
+    statementCacheSize: optInt(o.statementCacheSize, 'statementCacheSize'),
     setIsolation: o.setIsolation === undefined ? undefined : Boolean(o.setIsolation),
     ssl: o._sslNormalised ? o.ssl : sslFrom(o.ssl, 'ssl'),
   };

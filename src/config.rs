@@ -27,6 +27,10 @@ pub struct PoolConfig {
     /// How long one round trip on an established connection may go unanswered, in ms, before
     /// the call rejects and the connection is closed; default 60 000, 0 = no bound.
     pub query_timeout_ms: Option<i64>,
+    /// Prepared statements each connection keeps (default 16); the hot single-statement writes
+    /// run prepared, skipping the server's parser. 0 = text protocol only (for proxies or
+    /// servers that cannot keep prepared statements).
+    pub statement_cache_size: Option<i64>,
     /// Set READ COMMITTED on each new connection (default true). `false` sends no `SET` at all,
     /// for servers that pin a connection on any session change (PlanetScale/Vitess); their
     /// default isolation must then be READ COMMITTED.
@@ -54,6 +58,8 @@ pub struct Settings {
     pub opts: mysql_async::Opts,
     pub acquire_timeout: Duration,
     pub query_timeout: Option<Duration>,
+    /// Whether single-statement writes run prepared (`statementCacheSize` > 0).
+    pub prepared: bool,
     pub password: Option<String>,
 }
 
@@ -62,6 +68,11 @@ const MAX_CONNECTIONS: i64 = 10_000;
 /// Default bound on an unanswered round trip: far above any statement the backend sends, and
 /// above the server's default lock wait (50 s), so only a silent network or server reaches it.
 const DEFAULT_QUERY_TIMEOUT_MS: i64 = 60_000;
+
+/// Prepared statements per connection: the hot writes of one backend are about ten, and a
+/// server's `max_prepared_stmt_count` (16 382 by default) is shared by every connection.
+const DEFAULT_STATEMENT_CACHE: i64 = 16;
+const MAX_STATEMENT_CACHE: i64 = 1024;
 
 /// The longest timeout accepted, in ms (what Node's timers can hold).
 const MAX_TIMEOUT_MS: i64 = 2_147_483_647;
@@ -124,6 +135,13 @@ pub fn build(cfg: &PoolConfig) -> Result<Settings> {
             }
         }
     }
+    let cache = in_range(
+        "statementCacheSize",
+        cfg.statement_cache_size,
+        DEFAULT_STATEMENT_CACHE,
+        0,
+        MAX_STATEMENT_CACHE,
+    )? as usize;
     let acquire_timeout = Duration::from_millis(acquire_ms as u64);
     let query_timeout = (query_ms > 0).then(|| Duration::from_millis(query_ms as u64));
 
@@ -144,6 +162,7 @@ pub fn build(cfg: &PoolConfig) -> Result<Settings> {
         .prefer_socket(false)
         .tcp_keepalive(Some(Duration::from_secs(30)))
         .pool_opts(pool_opts)
+        .stmt_cache_size(cache)
         .setup(if cfg.set_isolation.unwrap_or(true) {
             vec!["SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"]
         } else {
@@ -159,6 +178,7 @@ pub fn build(cfg: &PoolConfig) -> Result<Settings> {
         opts: b.into(),
         acquire_timeout,
         query_timeout,
+        prepared: cache > 0,
         password: cfg.password.clone().filter(|p| !p.is_empty()),
     })
 }

@@ -84,6 +84,8 @@ pub struct PoolHandle {
     pub acquire_timeout: Duration,
     /// Bound on every round trip of an established connection (`queryTimeoutMs`; None = none).
     pub query_timeout: Option<Duration>,
+    /// Whether single-statement writes run prepared (`statementCacheSize` > 0).
+    pub prepared: bool,
     pub password: Option<String>,
     /// Units of work re-run after a deadlock, lock-wait timeout or certification failure.
     pub retries: AtomicU64,
@@ -244,18 +246,36 @@ fn render(prefix: Option<&str>, stmts: &[Stmt], mode: literal::Escaping) -> Resu
     Ok(parts)
 }
 
+/// The largest packet to send: the server's `max_allowed_packet`, less room for the packet
+/// header and the server's own bookkeeping.
+fn packet_limit(handle: &PoolHandle) -> usize {
+    let max = handle.max_packet.load(Ordering::Relaxed);
+    if max > 0 {
+        max.saturating_sub(1024).min(usize::MAX as u64) as usize
+    } else {
+        usize::MAX
+    }
+}
+
+/// Refuses, before anything is sent, a statement whose text is over `limit` bytes (its values
+/// would not fit in a packet either as text or prepared).
+fn fits(parts: &[String], limit: usize) -> Result<()> {
+    match parts.iter().find(|p| p.len() > limit) {
+        Some(part) => Err(Error::Invalid(format!(
+            "a statement of {} bytes exceeds the server's max_allowed_packet; reduce the size of the values passed",
+            part.len()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Groups statement texts into multi-statement packets no larger than `limit` bytes (usually
 /// one packet; a large `startManyRuns` may need several). A single statement over the limit is
 /// refused before anything is sent.
 fn pack(parts: Vec<String>, limit: usize) -> Result<Vec<(String, usize)>> {
+    fits(&parts, limit)?;
     let mut packets: Vec<(String, usize)> = Vec::new();
     for part in parts {
-        if part.len() > limit {
-            return Err(Error::Invalid(format!(
-                "a statement of {} bytes exceeds the server's max_allowed_packet; reduce the size of the values passed",
-                part.len()
-            )));
-        }
         match packets.last_mut() {
             Some((text, count)) if text.len() + 1 + part.len() <= limit => {
                 text.push(';');
@@ -337,13 +357,13 @@ impl NativeExec<'_> {
         let n = stmts.len();
         let mode = literal::escaping_of(self.conn);
         let parts = render(self.opening.filter(|_| begin), &stmts, mode)?;
-        let max = self.handle.max_packet.load(Ordering::Relaxed);
-        // Leave room for the packet header and the server's own bookkeeping.
-        let limit = if max > 0 {
-            max.saturating_sub(1024).min(usize::MAX as u64) as usize
-        } else {
-            usize::MAX
-        };
+        let limit = packet_limit(self.handle);
+        // Only outside transactions: a transaction's statements stay one text stream, so that
+        // each of its round trips is what the fault tests (and the process list) see.
+        if self.opening.is_none() && self.handle.prepared && one_write(&stmts) {
+            fits(&parts, limit)?;
+            return self.execute(stmts, parts).await;
+        }
         let packets = pack(parts, limit)?;
         if begin {
             self.begun = true;
@@ -372,6 +392,54 @@ impl NativeExec<'_> {
         }
         Ok(sets)
     }
+}
+
+impl NativeExec<'_> {
+    /// Runs one write as a prepared statement (binary protocol): the server skips parsing it,
+    /// about a fifth of a point write's cost. The connection caches the handle (prepared on
+    /// first use), so later executions are one round trip. `rendered` (the same statement as
+    /// text) only identifies the session in the process list if the round trip times out.
+    async fn execute(&mut self, stmts: Vec<Stmt>, rendered: Vec<String>) -> Result<Vec<Outcome>> {
+        let Some(stmt) = stmts.into_iter().next() else {
+            return Ok(Vec::new());
+        };
+        let id = self.conn.id();
+        self.handle
+            .metrics
+            .statements
+            .fetch_add(1, Ordering::Relaxed);
+        self.handle.round_trips.fetch_add(1, Ordering::Relaxed);
+        let marks = marks(
+            rendered
+                .iter()
+                .map(String::as_str)
+                .chain([stmt.text.as_str()]),
+        );
+        let conn = &mut *self.conn;
+        let round_trip = async move {
+            let result = conn
+                .exec_iter(
+                    stmt.text.as_str(),
+                    mysql_async::Params::Positional(stmt.params),
+                )
+                .await?;
+            let outcome = Outcome {
+                rows: Vec::new(),
+                affected: result.affected_rows(),
+                insert_id: result.last_insert_id().unwrap_or(0),
+            };
+            result.drop_result().await?;
+            Ok(vec![outcome])
+        };
+        self.handle.bounded(id, marks, round_trip).await
+    }
+}
+
+/// Whether a batch is one row-less write, which `NativeExec::execute` sends prepared. Reads
+/// stay on the text protocol: their values arrive as text, the one form the row codec reads;
+/// batches of several statements stay one multi-statement round trip.
+fn one_write(stmts: &[Stmt]) -> bool {
+    matches!(stmts, [s] if s.cols.is_empty())
 }
 
 impl Exec for NativeExec<'_> {

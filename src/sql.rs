@@ -234,6 +234,7 @@ impl NativeSql {
                 opts: settings.opts,
                 acquire_timeout: settings.acquire_timeout,
                 query_timeout: settings.query_timeout,
+                prepared: settings.prepared,
                 password: settings.password,
                 retries: AtomicU64::new(0),
                 round_trips: AtomicU64::new(0),
