@@ -1334,7 +1334,7 @@ async function main() {
     }
   }
   console.log(
-    "\nstmts/op from the server's Questions counter (each statement of a multi-statement query counts; " +
+    "\nstmts/op from the server's Questions counter (each statement of a multi-statement query counts, and so does each execution of a prepared statement; " +
       `prepares do not). commits/op = ${commitsLabel()}. ` +
       'Process CPU includes native worker threads; main-thread CPU is the JS thread alone; server CPU is the private server process (n/a with MYSQL_URL). ' +
       'retries = operations re-run after a deadlock or lock-wait timeout, by the bench or (native, from sql.stats()) ' +
