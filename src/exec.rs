@@ -66,6 +66,13 @@ pub trait Exec: Send {
         true
     }
 
+    /// Whether values arrive as the text protocol's bytes whatever their column's type (true
+    /// natively), so that one statement may merge rows of several tables (`UNION ALL`); a
+    /// wrapped JS driver types each value by its result column instead.
+    fn text_values(&self) -> bool {
+        true
+    }
+
     fn batch(&mut self, stmts: Vec<Stmt>) -> impl Future<Output = Result<Vec<Outcome>>> + Send;
 
     /// Like `batch`, but before the unit's transaction opens (an autocommit read that may show

@@ -121,6 +121,10 @@ impl Exec for JsExec {
         false
     }
 
+    fn text_values(&self) -> bool {
+        false
+    }
+
     async fn batch_before_tx(&mut self, stmts: Vec<Stmt>) -> Result<Vec<Outcome>> {
         let opening = std::mem::replace(&mut self.opening, Opening::None);
         let out = self.batch(stmts).await;
