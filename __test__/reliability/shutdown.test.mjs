@@ -182,6 +182,25 @@ test('a process with an open pool and no pending work exits on its own', { timeo
 });
 
 test(
+  'pending native calls alone keep the process alive; each settles with its own answer',
+  { timeout: 60_000 },
+  async (t) => {
+    const lines = [];
+    for (const [mode, expected] of [
+      ['one', /^settled late\nclosed\n$/],
+      ['burst', /^answers 2000\/2000 rejections 100\/100\nclosed\n$/],
+    ]) {
+      const r = await runChild(fixture('pending-alive.mjs'), { PENDING_URL: env.url, PENDING_MODE: mode }, 20_000);
+      assert.equal(r.timedOut, false, `${mode}: the process exits on its own (it hung: ${r.stderr})`);
+      assert.equal(r.code, 0, `${mode}: exit code 0: ${r.stderr}`);
+      assert.match(r.stdout, expected, `${mode}: every call settled before the process exited`);
+      lines.push(`${mode} ${r.ms.toFixed(0)} ms`);
+    }
+    t.diagnostic(`shutdown: processes held open by pending calls only: ${lines.join(', ')}`);
+  },
+);
+
+test(
   'worker_threads: two workers with their own pools (+ one terminated mid-query) and the process exits cleanly',
   { timeout: 60_000 },
   async (t) => {
