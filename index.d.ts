@@ -62,7 +62,8 @@ export interface PoolOptions {
   queryTimeoutMs?: number;
   /**
    * Prepared statements each connection keeps (default 16). The backend's single-statement
-   * writes run prepared (binary protocol), which spares the server parsing them; 0 sends every
+   * units (outside transactions) run prepared (binary protocol), which spares the server parsing
+   * them; 0 sends every
    * statement as text (for proxies that cannot keep prepared statements).
    */
   statementCacheSize?: number;

@@ -367,7 +367,7 @@ impl NativeExec<'_> {
         let limit = packet_limit(self.handle);
         // Only outside transactions: a transaction's statements stay one text stream, so that
         // each of its round trips is what the fault tests (and the process list) see.
-        if self.opening.is_none() && self.handle.prepared && one_write(&stmts) {
+        if self.opening.is_none() && self.handle.prepared && one_statement(&stmts) {
             fits(&parts, limit)?;
             return self.execute(stmts, parts).await;
         }
@@ -402,9 +402,10 @@ impl NativeExec<'_> {
 }
 
 impl NativeExec<'_> {
-    /// Runs one write as a prepared statement (binary protocol): the server skips parsing it,
-    /// about a fifth of a point write's cost. The connection caches the handle (prepared on
-    /// first use), so later executions are one round trip. `rendered` (the same statement as
+    /// Runs one statement as a prepared statement (binary protocol): the server skips parsing
+    /// it, about a fifth of a point write's cost. The connection caches the handle (prepared on
+    /// first use), so later executions are one round trip. Rows come back typed (integers as
+    /// integers, text and JSON as bytes), which the row codec reads as it reads text rows. `rendered` (the same statement as
     /// text) only identifies the session in the process list if the round trip times out.
     async fn execute(&mut self, stmts: Vec<Stmt>, rendered: Vec<String>) -> Result<Vec<Outcome>> {
         let Some(stmt) = stmts.into_iter().next() else {
@@ -424,29 +425,30 @@ impl NativeExec<'_> {
         );
         let conn = &mut *self.conn;
         let round_trip = async move {
-            let result = conn
+            let mut result = conn
                 .exec_iter(
                     stmt.text.as_str(),
                     mysql_async::Params::Positional(stmt.params),
                 )
                 .await?;
-            let outcome = Outcome {
-                rows: Vec::new(),
-                affected: result.affected_rows(),
-                insert_id: result.last_insert_id().unwrap_or(0),
-            };
-            result.drop_result().await?;
-            Ok(vec![outcome])
+            let affected = result.affected_rows();
+            let insert_id = result.last_insert_id().unwrap_or(0);
+            let rows: Vec<Row> = result.collect().await?;
+            drop(result);
+            Ok(vec![Outcome {
+                rows: rows.into_iter().map(Row::unwrap).collect(),
+                affected,
+                insert_id,
+            }])
         };
         self.handle.bounded(id, marks, round_trip).await
     }
 }
 
-/// Whether a batch is one row-less write, which `NativeExec::execute` sends prepared. Reads
-/// stay on the text protocol: their values arrive as text, the one form the row codec reads;
-/// batches of several statements stay one multi-statement round trip.
-fn one_write(stmts: &[Stmt]) -> bool {
-    matches!(stmts, [s] if s.cols.is_empty())
+/// Whether a batch is one statement, which `NativeExec::execute` sends prepared; batches of
+/// several statements stay one multi-statement text round trip.
+fn one_statement(stmts: &[Stmt]) -> bool {
+    stmts.len() == 1
 }
 
 impl Exec for NativeExec<'_> {
