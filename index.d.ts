@@ -506,7 +506,13 @@ export interface DoctorOpts {
   /** Check as for `mysqlPool(x, { setIsolation })`. */
   setIsolation?: boolean;
   /** The pool settings to judge against the server's limits (default: mysqlPool's defaults). */
-  pool?: { connectionLimit?: number; acquireTimeoutMs?: number; queryTimeoutMs?: number; setIsolation?: boolean };
+  pool?: {
+    connectionLimit?: number;
+    acquireTimeoutMs?: number;
+    queryTimeoutMs?: number;
+    statementCacheSize?: number;
+    setIsolation?: boolean;
+  };
   /** Bound on connecting when given a URL or options, ms (default 5000). */
   timeoutMs?: number;
 }

@@ -22,7 +22,7 @@ const BASES = ['run', 'step', 'job', 'timer', 'signal', 'cron'];
 const RANK = { ok: 0, warn: 1, fail: 2 };
 
 /** mysqlPool's defaults (src/config.rs), reported when a pool's own settings are not known. */
-const POOL_DEFAULTS = { connectionLimit: 10, acquireTimeoutMs: 10_000, queryTimeoutMs: 60_000 };
+const POOL_DEFAULTS = { connectionLimit: 10, acquireTimeoutMs: 10_000, queryTimeoutMs: 60_000, statementCacheSize: 16 };
 /** Idle connections are dropped by the pool after this long (src/config.rs), ms. */
 const POOL_IDLE_TTL_MS = 60_000;
 /** The doctor's own pool (when it is handed a URL or options): bounds on connecting / a query. */
@@ -249,6 +249,7 @@ const GLOBAL_VARS = [
   'transaction_isolation',
   'time_zone',
   'max_connections',
+  'max_prepared_stmt_count',
   'read_only',
   'super_read_only',
   'log_bin',
@@ -262,6 +263,7 @@ const GLOBAL_VARS = [
 ];
 const STATUS_VARS = [
   'Threads_connected',
+  'Prepared_stmt_count',
   'Max_used_connections',
   'wsrep_cluster_size',
   'wsrep_local_state_comment',
@@ -1256,7 +1258,44 @@ function poolChecks(f, t) {
       ? check('pool.timeouts', 'warn', `${warns.join('; ')}; ${notes.join(', ')} (${src})`, timeouts)
       : check('pool.timeouts', 'ok', `${notes.join(', ')} (${src})`, timeouts),
   );
+  out.push(preparedCheck(f, p));
   return out;
+}
+
+/**
+ * Prepared statements: each connection keeps up to `statementCacheSize` of them, and the server
+ * counts all clients' against one `max_prepared_stmt_count`; past it, prepares fail (error 1461).
+ */
+function preparedCheck(f, p) {
+  const cache = p.statementCacheSize ?? POOL_DEFAULTS.statementCacheSize;
+  const max = Number(f.global.max_prepared_stmt_count);
+  const inUse = Number(f.status.prepared_stmt_count);
+  const need = cache * p.connectionLimit;
+  const value = {
+    statementCacheSize: cache,
+    perPool: need,
+    maxPreparedStmtCount: Number.isFinite(max) ? max : null,
+    preparedStmtCount: Number.isFinite(inUse) ? inUse : null,
+  };
+  if (cache === 0)
+    return check('pool.prepared', 'ok', `statementCacheSize 0: every statement as text (${p.source})`, value);
+  if (!Number.isFinite(max))
+    return check(
+      'pool.prepared',
+      'warn',
+      `statementCacheSize ${cache} (${p.source}); could not read max_prepared_stmt_count`,
+      value,
+    );
+  const free = Number.isFinite(inUse) ? max - inUse : max;
+  const detail = `statementCacheSize ${cache} × connectionLimit ${p.connectionLimit} = up to ${need} prepared statements per pool (${p.source}), max_prepared_stmt_count ${max}${Number.isFinite(inUse) ? `, ${inUse} in use now` : ''}`;
+  return need > free
+    ? check(
+        'pool.prepared',
+        'warn',
+        `${detail}: not enough room for one more such pool — prepares would fail with error 1461; lower statementCacheSize (0 = text only) or raise max_prepared_stmt_count`,
+        value,
+      )
+    : check('pool.prepared', 'ok', `${detail}: room for ${Math.floor(free / need)} such pool(s)`, value);
 }
 
 /** Every check from the collected facts. `t`: { prefix, contract, pendingWork, pool, native, own, setIsolation }. */
@@ -1351,6 +1390,7 @@ function optionsOf(opts, fallback) {
       connectionLimit: intOpt(pool.connectionLimit, 'opts.pool.connectionLimit'),
       acquireTimeoutMs: intOpt(pool.acquireTimeoutMs, 'opts.pool.acquireTimeoutMs'),
       queryTimeoutMs: intOpt(pool.queryTimeoutMs, 'opts.pool.queryTimeoutMs'),
+      statementCacheSize: intOpt(pool.statementCacheSize, 'opts.pool.statementCacheSize'),
       setIsolation: typeof pool.setIsolation === 'boolean' ? pool.setIsolation : undefined,
     },
   };
@@ -1406,6 +1446,7 @@ async function checkDatabaseOf(sql, prefix, opts, fallback) {
       connectionLimit: given.connectionLimit ?? POOL_DEFAULTS.connectionLimit,
       acquireTimeoutMs: given.acquireTimeoutMs ?? POOL_DEFAULTS.acquireTimeoutMs,
       queryTimeoutMs: given.queryTimeoutMs ?? POOL_DEFAULTS.queryTimeoutMs,
+      statementCacheSize: given.statementCacheSize ?? POOL_DEFAULTS.statementCacheSize,
       setIsolation: given.setIsolation ?? o.setIsolation,
       source: o.pool ? 'opts.pool' : 'package defaults; pass opts.pool to check your own',
     };
@@ -1420,9 +1461,13 @@ async function checkDatabaseOf(sql, prefix, opts, fallback) {
       connectionLimit: o.pool?.connectionLimit ?? cfg.connectionLimit ?? POOL_DEFAULTS.connectionLimit,
       acquireTimeoutMs: o.pool?.acquireTimeoutMs ?? cfg.acquireTimeoutMs ?? POOL_DEFAULTS.acquireTimeoutMs,
       queryTimeoutMs: o.pool?.queryTimeoutMs ?? cfg.queryTimeoutMs ?? POOL_DEFAULTS.queryTimeoutMs,
+      statementCacheSize: o.pool?.statementCacheSize ?? cfg.statementCacheSize ?? POOL_DEFAULTS.statementCacheSize,
       setIsolation,
       source:
-        cfg.connectionLimit !== undefined || cfg.acquireTimeoutMs !== undefined || cfg.queryTimeoutMs !== undefined
+        cfg.connectionLimit !== undefined ||
+        cfg.acquireTimeoutMs !== undefined ||
+        cfg.queryTimeoutMs !== undefined ||
+        cfg.statementCacheSize !== undefined
           ? 'as configured'
           : 'mysqlPool defaults',
     };

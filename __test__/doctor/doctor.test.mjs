@@ -164,6 +164,7 @@ test('healthy 2.0.0-alpha.2 database: every check ok (an Sql, a URL, and options
         'replication',
         'pool.connections',
         'pool.timeouts',
+        'pool.prepared',
       ],
     );
     assert.equal(c.layout.value.layout, '2.0.0-alpha.2');
@@ -180,11 +181,18 @@ test('healthy 2.0.0-alpha.2 database: every check ok (an Sql, a URL, and options
       /connectionLimit 10 \(package defaults; pass opts\.pool to check your own\) of max_connections \d+/,
     );
     assert.match(c['pool.timeouts'].detail, /queryTimeoutMs 60000/);
+    assert.match(
+      c['pool.prepared'].detail,
+      /statementCacheSize 16 × connectionLimit 10 = up to 160 prepared statements/,
+    );
 
     const viaUrl = await checkDatabase(`${d.db.url}?connectionLimit=7&queryTimeoutMs=90000`);
     await assertHealthy(viaUrl);
     assert.match(byName(viaUrl)['pool.connections'].detail, /connectionLimit 7 \(as configured\)/);
     assert.match(byName(viaUrl)['pool.timeouts'].detail, /queryTimeoutMs 90000/);
+    const textOnly = byName(await checkDatabase(`${d.db.url}?statementCacheSize=0`))['pool.prepared'];
+    assert.equal(textOnly.verdict, 'ok');
+    assert.match(textOnly.detail, /every statement as text \(as configured\)/);
     const u = new URL(d.db.url);
     const viaOptions = await checkDatabase({
       host: u.hostname,
@@ -552,7 +560,7 @@ test(
         `iterativeflow-mysql-native doctor: ${PASSWORD_USER.user}@${new URL(url).host}/${d.db.database} (prefix "p_", contract 3.0.0)`,
       );
       assert.match(lines.at(-1), /^verdict: (OK|WARN) \(\d+ ok, [01] warn, 0 fail\)$/);
-      assert.equal(lines.length, 2 + 24);
+      assert.equal(lines.length, 2 + 25);
       for (const l of lines.slice(1, -1)) assert.match(l, /^ {2}(ok {2}|WARN|FAIL) {2}[a-z_.-]+ +\S/, l);
       assert.ok(lines.some((l) => /^ {2}ok {4}layout +the 3\.0\.0 layout$/.test(l)));
 
@@ -560,7 +568,7 @@ test(
       assert.equal(j.code, 0);
       const obj = JSON.parse(j.stdout);
       assert.ok(['ok', 'warn'].includes(obj.verdict));
-      assert.equal(obj.checks.length, 24);
+      assert.equal(obj.checks.length, 25);
       assert.deepEqual(Object.keys(obj.checks[0]).sort(), ['detail', 'name', 'value', 'verdict']);
 
       for (const out of [r, j]) {
@@ -763,6 +771,19 @@ test('verdict rules on altered facts: versions, binlog, Galera, read-only, repli
       'warn',
     );
     assert.equal(judge({ session: { wait_timeout: '30' } })['pool.timeouts'].verdict, 'warn');
+    assert.equal(judge({ global: { max_prepared_stmt_count: '100' } })['pool.prepared'].verdict, 'warn');
+    assert.equal(
+      judge({ global: { max_prepared_stmt_count: '1000' }, status: { prepared_stmt_count: '900' } })['pool.prepared']
+        .verdict,
+      'warn',
+    );
+    assert.equal(judge({ global: { max_prepared_stmt_count: '16382' } })['pool.prepared'].verdict, 'ok');
+    assert.equal(
+      judge({ global: { max_prepared_stmt_count: '100' } }, { pool: { ...target.pool, statementCacheSize: 0 } })[
+        'pool.prepared'
+      ].verdict,
+      'ok',
+    );
     assert.equal(judge({}, { pool: { ...target.pool, queryTimeoutMs: 20000 } })['pool.timeouts'].verdict, 'warn');
     assert.equal(judge({ session: { max_allowed_packet: String(1024 * 1024) } }).max_allowed_packet.verdict, 'warn');
   } finally {
