@@ -27,7 +27,7 @@ pub struct PoolConfig {
     /// How long one round trip on an established connection may go unanswered, in ms, before
     /// the call rejects and the connection is closed; default 60 000, 0 = no bound.
     pub query_timeout_ms: Option<i64>,
-    /// Prepared statements each connection keeps (default 16); the hot single-statement writes
+    /// Prepared statements each connection keeps (default 16); the single-statement units
     /// run prepared, skipping the server's parser. 0 = text protocol only (for proxies or
     /// servers that cannot keep prepared statements).
     pub statement_cache_size: Option<i64>,
@@ -58,7 +58,7 @@ pub struct Settings {
     pub opts: mysql_async::Opts,
     pub acquire_timeout: Duration,
     pub query_timeout: Option<Duration>,
-    /// Whether single-statement writes run prepared (`statementCacheSize` > 0).
+    /// Whether single-statement units run prepared (`statementCacheSize` > 0).
     pub prepared: bool,
     pub password: Option<String>,
 }

@@ -66,10 +66,11 @@ pub trait Exec: Send {
         true
     }
 
-    /// Whether values arrive as the text protocol's bytes whatever their column's type (true
-    /// natively), so that one statement may merge rows of several tables (`UNION ALL`); a
-    /// wrapped JS driver types each value by its result column instead.
-    fn text_values(&self) -> bool {
+    /// Whether a result column that merges several tables' columns (`UNION ALL`) still reads
+    /// as each table's own: true natively, where a cell arrives as bytes or as an integer and the
+    /// row codec takes either; a wrapped JS driver converts each cell by the merged column's
+    /// type instead.
+    fn reads_merged_columns(&self) -> bool {
         true
     }
 
@@ -91,7 +92,7 @@ pub struct PoolHandle {
     pub acquire_timeout: Duration,
     /// Bound on every round trip of an established connection (`queryTimeoutMs`; None = none).
     pub query_timeout: Option<Duration>,
-    /// Whether single-statement writes run prepared (`statementCacheSize` > 0).
+    /// Whether single-statement units run prepared (`statementCacheSize` > 0).
     pub prepared: bool,
     pub password: Option<String>,
     /// Units of work re-run after a deadlock, lock-wait timeout or certification failure.
@@ -369,7 +370,10 @@ impl NativeExec<'_> {
         // each of its round trips is what the fault tests (and the process list) see.
         if self.opening.is_none() && self.handle.prepared && one_statement(&stmts) {
             fits(&parts, limit)?;
-            return self.execute(stmts, parts).await;
+            if let Some(stmt) = stmts.into_iter().next() {
+                return self.execute(stmt, parts).await;
+            }
+            return Ok(Vec::new());
         }
         let packets = pack(parts, limit)?;
         if begin {
@@ -399,18 +403,14 @@ impl NativeExec<'_> {
         }
         Ok(sets)
     }
-}
 
-impl NativeExec<'_> {
     /// Runs one statement as a prepared statement (binary protocol): the server skips parsing
     /// it, about a fifth of a point write's cost. The connection caches the handle (prepared on
     /// first use), so later executions are one round trip. Rows come back typed (integers as
-    /// integers, text and JSON as bytes), which the row codec reads as it reads text rows. `rendered` (the same statement as
-    /// text) only identifies the session in the process list if the round trip times out.
-    async fn execute(&mut self, stmts: Vec<Stmt>, rendered: Vec<String>) -> Result<Vec<Outcome>> {
-        let Some(stmt) = stmts.into_iter().next() else {
-            return Ok(Vec::new());
-        };
+    /// integers, text and JSON as bytes), which the row codec reads as it reads text rows.
+    /// `rendered` (the same statement as text) only identifies the session in the process list
+    /// if the round trip times out.
+    async fn execute(&mut self, stmt: Stmt, rendered: Vec<String>) -> Result<Vec<Outcome>> {
         let id = self.conn.id();
         self.handle
             .metrics

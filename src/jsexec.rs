@@ -121,7 +121,7 @@ impl Exec for JsExec {
         false
     }
 
-    fn text_values(&self) -> bool {
+    fn reads_merged_columns(&self) -> bool {
         false
     }
 

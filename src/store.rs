@@ -156,7 +156,7 @@ pub async fn load_run<E: Exec>(e: &mut E, t: &Schema, run_id: &str) -> Result<Op
     } else {
         ""
     };
-    if e.text_values() {
+    if e.reads_merged_columns() {
         let out = e.batch(vec![snapshot_union(t, run_id, unconsumed)]).await?;
         let rows = out.into_iter().next().map(|o| o.rows).unwrap_or_default();
         return snapshot_of_union(t, rows);
@@ -203,7 +203,7 @@ const ROW_SIGNAL: &str = "2";
 /// padded with NULLs to the run's width. The steps' and signals' text columns are cast to
 /// binary, so the answer never depends on how a server reconciles two tables' collations in one
 /// result column (tables created under different server defaults differ; MariaDB 10.11 accepts
-/// the mix, not every server need); the text protocol delivers the same bytes either way.
+/// the mix, not every server need); a binary cell carries the same bytes as the text one.
 /// Signals carry their `seq`, since a union part's ORDER BY is not kept.
 fn snapshot_union(t: &Schema, run_id: &str, unconsumed: &str) -> Stmt {
     let step = codec::step(t.contract);
