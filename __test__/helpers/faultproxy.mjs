@@ -15,7 +15,10 @@
 // packets (3-byte little-endian payload length, 1-byte sequence id; a payload of 0xFFFFFF bytes
 // continues in the next packet) and treats a packet with sequence id 0 as the start of a command
 // — the handshake response and auth exchange carry ids ≥ 1, so they pass untouched. A COM_QUERY
-// (command byte 0x03) is matched against the armed faults; everything else is forwarded as is.
+// (command byte 0x03) is matched against the armed faults by its text; a COM_STMT_EXECUTE (0x17,
+// the execution of a prepared statement, which carries only a statement id) is matched as the
+// text `EXECUTE`, so a test with one call in flight can target that call's execution; everything
+// else is forwarded as is.
 // The server → client direction is forwarded raw (only the greeting is peeked at, for the
 // server's connection id). TLS is not supported: a client asking for it is passed through raw and
 // never faulted.
@@ -40,6 +43,7 @@ import net from 'node:net';
 
 const MAX_PAYLOAD = 0xffffff;
 const COM_QUERY = 0x03;
+const COM_STMT_EXECUTE = 0x17;
 const CLIENT_SSL = 0x800;
 const KINDS = new Set(['reset-after-send', 'reset-on-answer', 'cut-mid-request', 'delay', 'blackhole']);
 
@@ -191,8 +195,12 @@ export async function startFaultProxy({ port, host = '127.0.0.1' } = {}) {
   function command(c, bytes, parts) {
     stats.commands++;
     let arm;
-    if (arms.length && parts[0][4] === COM_QUERY) {
-      const text = Buffer.concat(parts.map((p, i) => p.subarray(i === 0 ? 5 : 4))).toString('utf8');
+    const cmd = parts[0][4];
+    if (arms.length && (cmd === COM_QUERY || cmd === COM_STMT_EXECUTE)) {
+      const text =
+        cmd === COM_QUERY
+          ? Buffer.concat(parts.map((p, i) => p.subarray(i === 0 ? 5 : 4))).toString('utf8')
+          : 'EXECUTE';
       const at = arms.findIndex((a) => (typeof a.match === 'function' ? a.match(text) : a.match.test(text)));
       if (at >= 0) {
         arm = arms.splice(at, 1)[0];
@@ -275,7 +283,8 @@ export async function startFaultProxy({ port, host = '127.0.0.1' } = {}) {
     stats,
 
     /**
-     * Arms a fault for the next client COM_QUERY whose text matches. Returns
+     * Arms a fault for the next client COM_QUERY whose text matches (a prepared execution's
+     * text is `EXECUTE`). Returns
      * `{ hit, fired, cancel() }`: `hit` is null until it fires, then the connection's info;
      * `fired` resolves with that info.
      */
