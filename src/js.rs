@@ -18,7 +18,7 @@ use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::ptr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::task::{Context, Poll};
 
 /// A promise of `fut`'s value; a failure rejects it with our JS error object.
@@ -107,22 +107,25 @@ unsafe impl Sync for Tsfn {}
 /// What the worker threads and the JS thread share: finished calls, and whether the
 /// environment is going away (after which the threadsafe function must not be called: Node
 /// frees it with the environment).
+///
+/// Two locks, so that the JS thread, woken by a worker's call of the threadsafe function,
+/// never waits for that worker to return from it: `queue` is held only to push or take, while
+/// `closed` (read-locked by workers for the whole push-and-wake, write-locked once by `closing`)
+/// keeps the function alive across the call.
 #[derive(Default)]
 struct Shared {
-    queue: Vec<Done>,
-    closed: bool,
+    queue: Mutex<Vec<Done>>,
+    closed: RwLock<bool>,
 }
 
-type Queue = Mutex<Shared>;
-
-fn lock(q: &Queue) -> std::sync::MutexGuard<'_, Shared> {
-    q.lock().unwrap_or_else(|p| p.into_inner())
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// One JS thread's settlement queue and the threadsafe function that drains it.
 struct Settler {
     tsfn: Tsfn,
-    queue: Arc<Queue>,
+    shared: Arc<Shared>,
 }
 
 thread_local! {
@@ -138,7 +141,7 @@ impl Settler {
         if let Some(s) = SETTLER.with(|s| s.borrow().clone()) {
             return Ok(s);
         }
-        let queue: Arc<Queue> = Arc::default();
+        let queue: Arc<Shared> = Arc::default();
         let mut name = ptr::null_mut();
         let mut tsfn = ptr::null_mut();
         // SAFETY: `env` is live on this thread; the context pointer is one strong count of
@@ -173,7 +176,7 @@ impl Settler {
         }
         let settler = Arc::new(Settler {
             tsfn: Tsfn(tsfn),
-            queue,
+            shared: queue,
         });
         SETTLER.with(|s| *s.borrow_mut() = Some(settler.clone()));
         Ok(settler)
@@ -192,17 +195,21 @@ impl Settler {
         Ok(())
     }
 
-    /// Queues a settlement (worker thread) and wakes the JS thread unless a wake is pending.
+    /// Shareds a settlement (worker thread) and wakes the JS thread unless a wake is pending.
     /// Once the environment is closing its promises are gone: the settlement is dropped.
     fn finished(&self, done: Done) {
-        let mut q = lock(&self.queue);
-        if q.closed {
+        let closed = self.shared.closed.read().unwrap_or_else(|p| p.into_inner());
+        if *closed {
             return;
         }
-        q.queue.push(done);
-        if q.queue.len() == 1 {
-            // SAFETY: thread-safe by contract; the lock is held so that `closing` cannot run
-            // (and Node free the function) between the check above and this call.
+        let first = {
+            let mut q = lock(&self.shared.queue);
+            q.push(done);
+            q.len() == 1
+        };
+        if first {
+            // SAFETY: thread-safe by contract; the read lock is held so that `closing` cannot
+            // run (and Node free the function) between the check above and this call.
             unsafe {
                 sys::napi_call_threadsafe_function(
                     self.tsfn.0,
@@ -221,8 +228,8 @@ unsafe extern "C" fn drain(
     context: *mut c_void,
     _data: *mut c_void,
 ) {
-    let queue = &*(context as *const Queue);
-    let done = std::mem::take(&mut lock(queue).queue);
+    let queue = &*(context as *const Shared);
+    let done = std::mem::take(&mut *lock(&queue.queue));
     if env.is_null() {
         // The environment is being torn down: nothing is left to settle.
         return;
@@ -244,16 +251,16 @@ unsafe extern "C" fn drain(
 
 /// Gives back the threadsafe function's strong count of its queue (the environment is going).
 unsafe extern "C" fn finalize(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
-    drop(Arc::from_raw(data as *const Queue));
+    drop(Arc::from_raw(data as *const Shared));
 }
 
 /// The environment's clean-up hook (JS thread): no settlement may call the function after it.
 unsafe extern "C" fn closing(data: *mut c_void) {
-    let queue = Arc::from_raw(data as *const Queue);
+    let queue = Arc::from_raw(data as *const Shared);
     let dropped = {
-        let mut q = lock(&queue);
-        q.closed = true;
-        std::mem::take(&mut q.queue)
+        let mut closed = queue.closed.write().unwrap_or_else(|p| p.into_inner());
+        *closed = true;
+        std::mem::take(&mut *lock(&queue.queue))
     };
     drop(dropped);
     // A later environment on this thread starts afresh.
