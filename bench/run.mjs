@@ -880,10 +880,38 @@ const SAMPLE_CONSUMERS = "('events_statements_current', 'events_statements_histo
 async function startSampling() {
   await probe.query(`UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' WHERE NAME IN ${SAMPLE_CONSUMERS}`);
   await probe.query('TRUNCATE TABLE performance_schema.events_statements_history_long');
+  // Prepared executions have no digest; their own table counts them only while the
+  // events_statements_current consumer is on, i.e. in this untimed pass.
+  await probe.query('TRUNCATE TABLE performance_schema.prepared_statements_instances');
 }
 
+/**
+ * Executions of prepared statements since `startSampling`, by statement text, on sessions whose
+ * default schema is the bench database: `[{ text, n, timerPs, examined, affected }]`.
+ */
+async function readPrepared() {
+  const [rows] = await probe.query(
+    `SELECT p.SQL_TEXT AS text, SUM(p.COUNT_EXECUTE) AS n, SUM(p.SUM_TIMER_EXECUTE) AS timer,
+            SUM(p.SUM_ROWS_EXAMINED) AS examined, SUM(p.SUM_ROWS_AFFECTED) AS affected
+       FROM performance_schema.prepared_statements_instances p
+       JOIN performance_schema.threads t ON t.THREAD_ID = p.OWNER_THREAD_ID
+      WHERE t.PROCESSLIST_DB = ? AND p.COUNT_EXECUTE > 0
+      GROUP BY p.SQL_TEXT`,
+    [dbName],
+  );
+  return rows.map((r) => ({
+    text: normalizeSql(String(r.text)),
+    n: Number(r.n),
+    timerPs: Number(r.timer),
+    examined: Number(r.examined),
+    affected: Number(r.affected),
+  }));
+}
+
+/** Reads the sampled statement texts (and returns the prepared executions), then stops sampling. */
 async function collectSamples() {
   try {
+    const prepared = await readPrepared();
     const [rows] = await probe.query(
       `SELECT DIGEST AS digest, SQL_TEXT AS text FROM performance_schema.events_statements_history_long
         WHERE CURRENT_SCHEMA = ? AND DIGEST IS NOT NULL AND SQL_TEXT IS NOT NULL`,
@@ -894,6 +922,7 @@ async function collectSamples() {
       const first = firstStatement(r.text);
       digestSamples.set(r.digest, { text: normalizeSql(first), rest: r.text.trim().length > first.length + 1 });
     }
+    return prepared;
   } finally {
     await probe.query(`UPDATE performance_schema.setup_consumers SET ENABLED = 'NO' WHERE NAME IN ${SAMPLE_CONSUMERS}`);
   }
@@ -928,6 +957,30 @@ function normalizeSql(stmt) {
     .replace(/\s+/g, ' ')
     .replace(/(WHEN \? THEN \? )(?:WHEN \? THEN \? )+/g, '$1… ')
     .trim();
+}
+
+/** Prepared executions per run (`runs` of the counting pass), largest server time per run first. */
+function perRunPrepared(rows, runs) {
+  if (!runs) return undefined;
+  const out = rows.map((d) => ({
+    text: d.text,
+    perRun: d.n / runs,
+    usPerExec: d.n ? d.timerPs / d.n / 1e6 : NaN,
+    usPerRun: d.timerPs / runs / 1e6,
+    rowsExaminedPerExec: d.n ? d.examined / d.n : NaN,
+  }));
+  const n = rows.reduce((a, d) => a + d.n, 0);
+  const timerPs = rows.reduce((a, d) => a + d.timerPs, 0);
+  return {
+    runs,
+    total: {
+      text: `all ${rows.length} prepared statements`,
+      perRun: n / runs,
+      usPerExec: n ? timerPs / n / 1e6 : NaN,
+      usPerRun: timerPs / runs / 1e6,
+    },
+    rows: out.sort((a, b) => b.usPerRun - a.usPerRun),
+  };
 }
 
 const resetDigests = () => probe.query('TRUNCATE TABLE performance_schema.events_statements_summary_by_digest');
@@ -1104,7 +1157,7 @@ async function execute(sc, impl, { counted = false, size = sc.size } = {}) {
     const cpu = process.cpuUsage(cpu0);
     const s1 = await statusCounters();
     const wire = counted ? proxy.take() : undefined;
-    if (sampling) await collectSamples();
+    const prepared = sampling ? await collectSamples() : undefined;
     const dg = digests ? await readDigests() : undefined;
     if (sc.verify) await sc.verify(target, ctx, size);
     const ext = typeof got === 'object' ? got : { ops: got };
@@ -1131,6 +1184,7 @@ async function execute(sc, impl, { counted = false, size = sc.size } = {}) {
       serverCpuUsPerOp: srv / ops,
       elu: ext.elu ?? elu.utilization,
       digests: dg,
+      prepared: prepared && perRunPrepared(prepared, ops),
     };
   } finally {
     await sc.teardown?.(target, ctx);
@@ -1279,6 +1333,7 @@ async function main() {
         retries: reps.reduce((a, r) => a + r.retries, 0),
         info: reps.at(-1)?.info,
         digests: sc.digests ? mergeDigests(reps) : undefined,
+        prepared: counted?.prepared,
       };
     }
     res.summary = summary;
@@ -1417,6 +1472,20 @@ async function main() {
               `${digestInfo.cpu ? ` ${fmt(row.cpuUsPerRun, 0)} |` : ''} ${fmt(row.rowsExaminedPerStmt, 1)} |`,
           );
         }
+        const p = r.summary[impl.name]?.prepared;
+        if (p?.rows.length) {
+          console.log(
+            `\nPrepared-statement executions (not in the digests above), from the counting pass (${p.runs} runs):\n`,
+          );
+          console.log('| prepared statement | per run | µs/exec | µs/run | rows examined/exec |');
+          console.log('|---|---:|---:|---:|---:|');
+          for (const row of [...p.rows.slice(0, DIGESTS_TOP), p.total]) {
+            const text = row === p.total ? `**${row.text}**` : `\`${shortDigest(row.text)}\``;
+            console.log(
+              `| ${text} | ${fmt(row.perRun, 2)} | ${fmt(row.usPerExec, 0)} | ${fmt(row.usPerRun, 0)} | ${fmt(row.rowsExaminedPerExec, 1)} |`,
+            );
+          }
+        }
       }
     }
   } else if (scenarios.some((s) => s.digests)) {
@@ -1458,10 +1527,15 @@ async function main() {
     const pick = (s, top) => {
       if (!s) return undefined;
       if (s.error) return { error: s.error };
-      const { wire, digests, info, ...rest } = s;
+      const { wire, digests, info, prepared, ...rest } = s;
       return {
         ...rest,
         info,
+        prepared: prepared && {
+          runs: prepared.runs,
+          total: prepared.total,
+          top: top ? prepared.rows.slice(0, DIGESTS_TOP) : undefined,
+        },
         digests: digests && {
           runs: digests.runs,
           shapes: digests.shapes,
