@@ -882,8 +882,14 @@ async function startSampling() {
   await probe.query('TRUNCATE TABLE performance_schema.events_statements_history_long');
   // Prepared executions have no digest; their own table counts them only while the
   // events_statements_current consumer is on, i.e. in this untimed pass.
-  await probe.query('TRUNCATE TABLE performance_schema.prepared_statements_instances');
+  // A server without the table (or without the right to truncate it) just has no such table.
+  preparedSampled = await probe
+    .query('TRUNCATE TABLE performance_schema.prepared_statements_instances')
+    .then(() => true)
+    .catch(() => false);
 }
+
+let preparedSampled = false;
 
 /**
  * Executions of prepared statements since `startSampling`, by statement text, on sessions whose
@@ -911,7 +917,7 @@ async function readPrepared() {
 /** Reads the sampled statement texts (and returns the prepared executions), then stops sampling. */
 async function collectSamples() {
   try {
-    const prepared = await readPrepared();
+    const prepared = preparedSampled ? await readPrepared().catch(() => undefined) : undefined;
     const [rows] = await probe.query(
       `SELECT DIGEST AS digest, SQL_TEXT AS text FROM performance_schema.events_statements_history_long
         WHERE CURRENT_SCHEMA = ? AND DIGEST IS NOT NULL AND SQL_TEXT IS NOT NULL`,
