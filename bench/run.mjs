@@ -19,6 +19,8 @@
 //        pause after an empty tick, default 10), BENCH_DIGESTS_TOP (digests shown per flow, 8),
 //        BENCH_COUNT_FRACTION (size of the round-trip counting pass, default 0.25),
 //        BENCH_NATIVE_URL_SUFFIX (appended to the native pool URL, e.g. "?connectionLimit=10"),
+//        BENCH_SOCKET (timed pools of both implementations over a Unix socket instead of TCP:
+//        "1" = the private server's socket, or a socket path; counting passes stay on TCP),
 //        BENCH_NATIVE_MODULE (load the native package from this path instead of ../index.js),
 //        MYSQL_URL (use this server instead of starting one), ITERATIVEFLOW_SEED (seed text path).
 // Without the seed text (../shared/seeds/ beside the repository, or ITERATIVEFLOW_SEED),
@@ -682,6 +684,17 @@ let server;
 let serverUrl = process.env.MYSQL_URL;
 const dbName = `ifbench_${process.pid}_${Date.now().toString(36)}`;
 let dbUrl;
+/** Where the timed pools connect: `dbUrl`, over the Unix socket with BENCH_SOCKET. */
+let timedUrl;
+const SOCKET = process.env.BENCH_SOCKET;
+
+/** `url` with `query` ("?a=1&b=2", or "") appended to its own query string. */
+function withQuery(url, query) {
+  if (!query) return url;
+  const u = new URL(url);
+  for (const [k, v] of new URLSearchParams(query.replace(/^[?&]/, ''))) u.searchParams.set(k, v);
+  return u.toString();
+}
 
 let admin; // one mysql2 connection (on the bench database) for setup, truncation and checks
 let probe; // one mysql2 connection without a default database, for status and digest probes
@@ -726,11 +739,11 @@ async function createImpls(seed) {
       cleanups.push(() => pool.end());
       return { sql: seed.mysqlPool(pool) };
     };
-    const direct = make(dbUrl);
+    const direct = make(timedUrl);
     const impl = {
       name: 'seed',
       prefix: 'js_',
-      url: dbUrl,
+      url: timedUrl,
       module: seed,
       sql: direct.sql,
       backend: seed.createMysqlBackend(direct.sql, { prefix: 'js_' }),
@@ -758,7 +771,7 @@ async function createImpls(seed) {
       );
       const suffix = process.env.BENCH_NATIVE_URL_SUFFIX ?? '';
       const make = (url) => {
-        const sql = native.mysqlPool(url + suffix);
+        const sql = native.mysqlPool(withQuery(url, suffix));
         cleanups.push(async () => {
           for (const m of ['close', 'end', 'disconnect']) {
             if (typeof sql?.[m] === 'function') return sql[m]();
@@ -766,11 +779,11 @@ async function createImpls(seed) {
         });
         return sql;
       };
-      const sql = make(dbUrl);
+      const sql = make(timedUrl);
       const impl = {
         name: 'native',
         prefix: 'rs_',
-        url: dbUrl + suffix,
+        url: withQuery(timedUrl, suffix),
         nativeModule: process.env.BENCH_NATIVE_MODULE
           ? resolvePath(process.env.BENCH_NATIVE_MODULE)
           : require.resolve('../index.js'),
@@ -780,7 +793,7 @@ async function createImpls(seed) {
         t: tableNames('rs_'),
       };
       if (proxy) {
-        impl.countedUrl = proxy.url(dbUrl) + suffix;
+        impl.countedUrl = withQuery(proxy.url(dbUrl), suffix);
         impl.countedSql = make(proxy.url(dbUrl));
         impl.counted = native.createMysqlBackend(impl.countedSql, { prefix: 'rs_' });
       }
@@ -1228,6 +1241,11 @@ async function main() {
     u.pathname = `/${dbName}`;
     return u.toString();
   })();
+  if (SOCKET) {
+    const path = SOCKET === '1' ? server?.socket : SOCKET;
+    if (!path) throw new Error('BENCH_SOCKET=1 needs the private server; with MYSQL_URL give the socket path');
+    timedUrl = withQuery(dbUrl, `socketPath=${encodeURIComponent(path)}`);
+  } else timedUrl = dbUrl;
   {
     const root = await mysql.createConnection({ uri: serverUrl });
     await root.query(`CREATE DATABASE \`${dbName}\` CHARACTER SET utf8mb4`);
@@ -1274,7 +1292,7 @@ async function main() {
   console.log(
     `server ${server ? 'private MariaDB (started for this run)' : serverUrl.replace(/\/\/[^@]*@/, '//…@')}, ` +
       `${cpus().length} CPU (${model.trim()}), node ${process.version}, scale ${SCALE}, reps ${REPS} (flows ${FLOW_REPS}), ` +
-      `implementations: ${impls.map((i) => i.name).join(', ')}`,
+      `implementations: ${impls.map((i) => i.name).join(', ')}, timed pools over ${SOCKET ? 'a Unix socket' : 'TCP'}`,
   );
   if (nativeInfo) console.log(nativeInfo);
   if (!server) console.log('note: MYSQL_URL server - statement counts assume no other clients are active');
