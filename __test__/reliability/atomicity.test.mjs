@@ -71,15 +71,7 @@ async function openEnv(label, params = {}) {
   });
   const sql = mysqlPool(url);
   await applySchema(sql);
-  const u = new URL(db.url);
-  const direct = await mysql.createConnection({
-    host: u.hostname,
-    port: Number(u.port) || 3306,
-    user: decodeURIComponent(u.username || 'root'),
-    password: decodeURIComponent(u.password || ''),
-    database: db.database,
-    multipleStatements: true,
-  });
+  const direct = await mysql.createConnection({ uri: db.url, multipleStatements: true });
   const q = async (text, values) => (await direct.query(text, values))[0];
   return {
     db,

@@ -32,14 +32,7 @@ before(async () => {
     withParams(viaProxy.toString(), { connectionLimit: 1, acquireTimeoutMs: 3000, queryTimeoutMs: 3000 }),
   );
   await applySchema(sql);
-  const d = new URL(db.url);
-  const direct = await mysql.createConnection({
-    host: d.hostname,
-    port: Number(d.port) || 3306,
-    user: decodeURIComponent(d.username || 'root'),
-    password: decodeURIComponent(d.password || ''),
-    database: db.database,
-  });
+  const direct = await mysql.createConnection({ uri: db.url });
   env = {
     sql,
     b: createMysqlBackend(sql),
