@@ -6,6 +6,7 @@
 //! statement was seen to succeed. The wrapped executor (`jsexec.rs`) sends statements one by one
 //! through a user's JS `Sql` object.
 
+use crate::charset;
 use crate::error::{Error, Result};
 use crate::literal;
 use mysql_async::prelude::*;
@@ -196,7 +197,6 @@ impl PoolHandle {
                     ),
                     &params,
                     &mut check,
-                    literal::Escaping::Unknown,
                 )
                 .map_err(Error::Invalid)?;
                 let ours: Option<u64> = conn.query_first(check).await.map_err(Error::from)?;
@@ -243,12 +243,12 @@ pub async fn release<T>(conn: Conn, outcome: &Result<T>) {
 }
 
 /// Renders each statement (with an optional opening `BEGIN` / savepoint) into its own text.
-fn render(prefix: Option<&str>, stmts: &[Stmt], mode: literal::Escaping) -> Result<Vec<String>> {
+fn render(prefix: Option<&str>, stmts: &[Stmt]) -> Result<Vec<String>> {
     let mut parts = Vec::with_capacity(stmts.len() + 1);
     parts.extend(prefix.map(str::to_string));
     for s in stmts {
         let mut text = String::with_capacity(s.text.len() + 16 * s.params.len());
-        literal::render(&s.text, &s.params, &mut text, mode).map_err(Error::Invalid)?;
+        literal::render(&s.text, &s.params, &mut text).map_err(Error::Invalid)?;
         parts.push(text);
     }
     Ok(parts)
@@ -304,6 +304,9 @@ async fn send(conn: &mut Conn, text: String, expect: usize) -> Result<Vec<Outcom
     let mut result = conn.query_iter(text).await?;
     let mut out = Vec::with_capacity(expect);
     for _ in 0..expect {
+        if let Some(cols) = result.columns() {
+            charset::check_columns(&cols)?;
+        }
         let affected = result.affected_rows();
         let insert_id = result.last_insert_id().unwrap_or(0);
         let rows: Vec<Row> = result.collect().await?;
@@ -363,8 +366,7 @@ impl NativeExec<'_> {
         }
         let begin = self.opening.is_some() && !self.begun;
         let n = stmts.len();
-        let mode = literal::escaping_of(self.conn);
-        let parts = render(self.opening.filter(|_| begin), &stmts, mode)?;
+        let parts = render(self.opening.filter(|_| begin), &stmts)?;
         let limit = packet_limit(self.handle);
         // Only outside transactions: a transaction's statements stay one text stream, so that
         // each of its round trips is what the fault tests (and the process list) see.
@@ -431,6 +433,9 @@ impl NativeExec<'_> {
                     mysql_async::Params::Positional(stmt.params),
                 )
                 .await?;
+            if let Some(cols) = result.columns() {
+                charset::check_columns(&cols)?;
+            }
             let affected = result.affected_rows();
             let insert_id = result.last_insert_id().unwrap_or(0);
             let rows: Vec<Row> = result.collect().await?;

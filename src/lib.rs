@@ -8,6 +8,7 @@
 
 mod args;
 mod backend;
+mod charset;
 mod codec;
 mod config;
 mod errcodes;

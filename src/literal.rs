@@ -1,45 +1,26 @@
 //! Client-side rendering of `?` placeholders into SQL literals.
 //!
 //! The backend sends whole transactions as one multi-statement text query (one round trip), which
-//! the binary protocol cannot do, so values are rendered as literals here. Rendering follows the
-//! connection's current `NO_BACKSLASH_ESCAPES` state (read from the server's last status flags),
-//! so escaping is exact either way; when the state is unknown, strings holding a backslash or NUL
-//! become `_utf8mb4 X'…'` hex literals, which both modes read the same way.
+//! the binary protocol cannot do, so values are rendered as literals here. A literal must mean
+//! the same whatever state the session is in: `sql_mode` may gain or lose `NO_BACKSLASH_ESCAPES`
+//! (by `SET`, `SET STATEMENT … FOR`, a procedure's body) without the client being told reliably,
+//! and a user's `SET NAMES gbk` makes the server read multibyte sequences where UTF-8 has a
+//! quote or backslash behind a lead byte. So a string is written quoted only when it is plain
+//! ASCII without a backslash or NUL (a quote is doubled, which both modes read as one quote, and
+//! every character set a client may use reads ASCII as ASCII); anything else becomes a hex
+//! literal, `_utf8mb4 X'…'` for text, which no session state can reinterpret.
+//!
+//! MySQL's grammar takes only a plain quoted string in a few places (`SHOW … LIKE ?`,
+//! `COMMENT ?`, `IDENTIFIED BY ?`), never in a DML expression. A user statement that may have
+//! one (`plain_strings_needed`) is rendered for the session state read from the server just
+//! before it is sent on the same connection (`Strings::QuotedFor`); nothing runs in between.
 
-use mysql_async::consts::StatusFlags;
-use mysql_async::{Conn, Value};
+use mysql_async::Value;
 use std::fmt::Write as _;
 
-/// How the server on this connection reads backslashes inside string literals.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Escaping {
-    /// Default SQL mode: backslash is an escape character.
-    Backslash,
-    /// `NO_BACKSLASH_ESCAPES`: backslash is an ordinary character.
-    Literal,
-    /// Not known: avoid relying on either reading.
-    Unknown,
-}
-
-/// The escaping mode of `conn`, from the status flags of its last OK packet.
-pub fn escaping_of(conn: &Conn) -> Escaping {
-    match conn.last_ok_packet() {
-        Some(ok)
-            if ok
-                .status_flags()
-                .contains(StatusFlags::SERVER_STATUS_NO_BACKSLASH_ESCAPES) =>
-        {
-            Escaping::Literal
-        }
-        Some(_) => Escaping::Backslash,
-        None => Escaping::Unknown,
-    }
-}
-
-/// Byte offsets of every `?` placeholder outside quotes and comments.
-pub fn placeholder_offsets(sql: &str) -> Vec<usize> {
+/// Calls `code(offset, byte)` for every byte of `sql` outside quotes and comments.
+fn scan_code(sql: &str, mut code: impl FnMut(usize, u8)) {
     let b = sql.as_bytes();
-    let mut out = Vec::new();
     let mut i = 0;
     while i < b.len() {
         match b[i] {
@@ -80,16 +61,63 @@ pub fn placeholder_offsets(sql: &str) -> Vec<usize> {
                 }
                 i += 1;
             }
-            b'?' => out.push(i),
-            _ => {}
+            c => code(i, c),
         }
         i += 1;
     }
+}
+
+/// Byte offsets of every `?` placeholder outside quotes and comments.
+pub fn placeholder_offsets(sql: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    scan_code(sql, |i, c| {
+        if c == b'?' {
+            out.push(i);
+        }
+    });
     out
 }
 
+/// Statements whose every placeholder stands where the grammar takes any expression, so a hex
+/// literal is accepted wherever a string is.
+const EXPRESSION_ONLY: [&str; 9] = [
+    "select", "insert", "update", "delete", "replace", "with", "values", "do", "call",
+];
+
+/// Whether user statement `sql` must get its strings quoted for the session's state: some
+/// parameter is a string a hex literal would carry, and `sql` is one statement that may put a
+/// placeholder where only a plain quoted string is taken (`SHOW … LIKE ?`, DDL `COMMENT ?`).
+/// A multi-statement text never is: an earlier statement could change the state it is
+/// rendered for.
+pub fn plain_strings_needed<P: Bind>(sql: &str, params: &[P]) -> bool {
+    if params.iter().all(Bind::same_in_every_form) {
+        return false;
+    }
+    let mut first_word = String::new();
+    let mut words_done = false;
+    let mut statements = 1;
+    let mut after_semicolon = false;
+    scan_code(sql, |_, c| {
+        if after_semicolon && !c.is_ascii_whitespace() && c != b';' {
+            statements += 1;
+            after_semicolon = false;
+        }
+        if c == b';' {
+            after_semicolon = true;
+        }
+        if !words_done {
+            if c.is_ascii_alphabetic() {
+                first_word.push(char::from(c.to_ascii_lowercase()));
+            } else if !first_word.is_empty() {
+                words_done = true;
+            }
+        }
+    });
+    statements == 1 && !EXPRESSION_ONLY.contains(&first_word.as_str())
+}
+
 /// Appends `v` to `out` as a SQL literal.
-pub fn push_literal(out: &mut String, v: &Value, mode: Escaping) -> Result<(), String> {
+pub fn push_literal(out: &mut String, v: &Value, strings: Strings) -> Result<(), String> {
     match v {
         Value::NULL => out.push_str("NULL"),
         Value::Int(n) => {
@@ -110,7 +138,7 @@ pub fn push_literal(out: &mut String, v: &Value, mode: Escaping) -> Result<(), S
             }
             let _ = write!(out, "{f:?}");
         }
-        Value::Bytes(bytes) => push_bytes(out, bytes, mode),
+        Value::Bytes(bytes) => push_bytes(out, bytes, strings),
         Value::Date(y, mo, d, h, mi, s, us) => {
             let _ = write!(out, "'{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}.{us:06}'");
         }
@@ -123,44 +151,53 @@ pub fn push_literal(out: &mut String, v: &Value, mode: Escaping) -> Result<(), S
     Ok(())
 }
 
-fn push_bytes(out: &mut String, bytes: &[u8], mode: Escaping) {
+/// How a string that is not plain ASCII is written (see module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strings {
+    /// As a hex literal, which reads the same in every session state.
+    Hex,
+    /// Quoted for the state `reading` describes, read from the session just before sending.
+    QuotedFor(Reading),
+}
+
+/// What a session does with the bytes of a quoted string, as read from its variables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reading {
+    /// `NO_BACKSLASH_ESCAPES` is off: a backslash escapes the next character.
+    pub backslash_escapes: bool,
+    /// `character_set_client` and `character_set_connection` are UTF-8, so non-ASCII text may
+    /// travel as it is.
+    pub utf8: bool,
+}
+
+/// Whether `bytes` may stand between single quotes with only quotes doubled and still read the
+/// same in every session state (see module docs).
+fn quotable(bytes: &[u8]) -> bool {
+    bytes.iter().all(|&b| b != 0 && b != b'\\' && b.is_ascii())
+}
+
+fn push_bytes(out: &mut String, bytes: &[u8], strings: Strings) {
     let Ok(text) = std::str::from_utf8(bytes) else {
         return push_hex(out, bytes, false);
     };
-    match mode {
-        Escaping::Backslash => {
-            out.reserve(text.len() + 2);
-            out.push('\'');
-            for ch in text.chars() {
-                match ch {
-                    '\'' => out.push_str("\\'"),
-                    '\\' => out.push_str("\\\\"),
-                    '\0' => out.push_str("\\0"),
-                    '\n' => out.push_str("\\n"),
-                    '\r' => out.push_str("\\r"),
-                    '\u{1a}' => out.push_str("\\Z"),
-                    c => out.push(c),
-                }
-            }
-            out.push('\'');
-        }
-        Escaping::Literal | Escaping::Unknown
-            if text.contains('\0') || (mode == Escaping::Unknown && text.contains('\\')) =>
-        {
-            push_hex(out, bytes, true)
-        }
-        _ => {
-            out.reserve(text.len() + 2);
-            out.push('\'');
-            for ch in text.chars() {
-                if ch == '\'' {
-                    out.push('\'');
-                }
-                out.push(ch);
-            }
-            out.push('\'');
+    let backslash_escapes = match strings {
+        // Quotes doubled read as one quote in both modes; nothing else needs escaping.
+        _ if quotable(bytes) => false,
+        Strings::QuotedFor(r) if r.utf8 || text.is_ascii() => r.backslash_escapes,
+        _ => return push_hex(out, bytes, true),
+    };
+    out.reserve(text.len() + 2);
+    out.push('\'');
+    for ch in text.chars() {
+        match ch {
+            '\'' if backslash_escapes => out.push_str("\\'"),
+            '\'' => out.push_str("''"),
+            '\\' if backslash_escapes => out.push_str("\\\\"),
+            '\0' if backslash_escapes => out.push_str("\\0"),
+            c => out.push(c),
         }
     }
+    out.push('\'');
 }
 
 /// Appends `bytes` as a binary string literal (`X'…'`).
@@ -182,12 +219,20 @@ fn push_hex(out: &mut String, bytes: &[u8], utf8: bool) {
 /// A value that can stand in for one `?`: a backend `Value`, or a user parameter (which may
 /// expand to a list, see `params.rs`).
 pub trait Bind {
-    fn push(&self, out: &mut String, mode: Escaping) -> Result<(), String>;
+    fn push(&self, out: &mut String, strings: Strings) -> Result<(), String>;
+    /// Whether the literal does not depend on `Strings` (no string, or a plain ASCII one).
+    fn same_in_every_form(&self) -> bool;
 }
 
 impl Bind for Value {
-    fn push(&self, out: &mut String, mode: Escaping) -> Result<(), String> {
-        push_literal(out, self, mode)
+    fn push(&self, out: &mut String, strings: Strings) -> Result<(), String> {
+        push_literal(out, self, strings)
+    }
+    fn same_in_every_form(&self) -> bool {
+        match self {
+            Value::Bytes(b) => quotable(b) || std::str::from_utf8(b).is_err(),
+            _ => true,
+        }
     }
 }
 
@@ -205,17 +250,22 @@ pub fn check_count(sql: &str, given: usize) -> Result<Vec<usize>, String> {
 
 /// Renders `sql` into `out` with each `?` replaced by the matching parameter's literal: the one
 /// renderer of the crate, for backend statements and user queries alike.
-pub fn render<P: Bind>(
+pub fn render<P: Bind>(sql: &str, params: &[P], out: &mut String) -> Result<(), String> {
+    render_with(sql, params, out, Strings::Hex)
+}
+
+/// `render`, writing strings that are not plain ASCII as `strings` says.
+pub fn render_with<P: Bind>(
     sql: &str,
     params: &[P],
     out: &mut String,
-    mode: Escaping,
+    strings: Strings,
 ) -> Result<(), String> {
     let offsets = check_count(sql, params.len())?;
     let mut last = 0;
     for (off, value) in offsets.iter().zip(params) {
         out.push_str(&sql[last..*off]);
-        value.push(out, mode)?;
+        value.push(out, strings)?;
         last = off + 1;
     }
     out.push_str(&sql[last..]);
@@ -241,12 +291,8 @@ mod tests {
     use super::*;
 
     fn render(sql: &str, params: &[Value]) -> String {
-        render_in(sql, params, Escaping::Unknown)
-    }
-
-    fn render_in(sql: &str, params: &[Value], mode: Escaping) -> String {
         let mut out = String::new();
-        super::render(sql, params, &mut out, mode).unwrap();
+        super::render(sql, params, &mut out).unwrap();
         out
     }
 
@@ -257,31 +303,72 @@ mod tests {
     }
 
     #[test]
-    fn quotes_plain_strings_and_doubles_single_quotes() {
-        let s = render("a = ?", &[Value::from("it's")]);
-        assert_eq!(s, "a = 'it''s'");
+    fn quotes_plain_ascii_and_doubles_single_quotes() {
+        assert_eq!(render("a = ?", &[Value::from("it's")]), "a = 'it''s'");
+        assert_eq!(render("?", &[Value::from("a\tb\nc")]), "'a\tb\nc'");
     }
 
     #[test]
-    fn hex_encodes_backslashes_and_nul() {
-        let s = render("a = ?", &[Value::from("a\\'b")]);
-        assert_eq!(s, "a = _utf8mb4 X'615C2762'");
-        let s = render("a = ?", &[Value::from("\0")]);
-        assert_eq!(s, "a = _utf8mb4 X'00'");
+    fn hex_encodes_what_a_session_state_could_reread() {
+        // A backslash reads differently with and without NO_BACKSLASH_ESCAPES.
+        assert_eq!(
+            render("a = ?", &[Value::from("a\\'b")]),
+            "a = _utf8mb4 X'615C2762'"
+        );
+        assert_eq!(render("a = ?", &[Value::from("\0")]), "a = _utf8mb4 X'00'");
+        // UTF-8 read as gbk: the byte before the quote is taken as a lead byte.
+        assert_eq!(
+            render("?", &[Value::from("\u{4e2d}'")]),
+            "_utf8mb4 X'E4B8AD27'"
+        );
+        // Not UTF-8 at all: a binary string.
+        assert_eq!(render("?", &[Value::Bytes(vec![0xff, 0x27])]), "X'FF27'");
+    }
+
+    fn render_for(sql: &str, params: &[Value], backslash_escapes: bool, utf8: bool) -> String {
+        let mut out = String::new();
+        let reading = Reading {
+            backslash_escapes,
+            utf8,
+        };
+        super::render_with(sql, params, &mut out, Strings::QuotedFor(reading)).unwrap();
+        out
     }
 
     #[test]
-    fn escapes_per_connection_mode() {
+    fn quotes_for_a_session_state_read_just_before() {
         let v = [Value::from("a\\'b\0")];
-        assert_eq!(render_in("?", &v, Escaping::Backslash), "'a\\\\\\'b\\0'");
-        assert_eq!(
-            render_in("?", &[Value::from("a\\'b")], Escaping::Literal),
-            "'a\\''b'"
-        );
-        assert_eq!(
-            render_in("?", &v, Escaping::Literal),
-            "_utf8mb4 X'615C276200'"
-        );
+        assert_eq!(render_for("?", &v, true, true), "'a\\\\\\'b\\0'");
+        let v = [Value::from("a\\'b")];
+        assert_eq!(render_for("?", &v, false, true), "'a\\''b'");
+        // Without backslash escapes NUL travels as it is; non-ASCII has no quoted form
+        // outside UTF-8.
+        let v = [Value::from("a\0")];
+        assert_eq!(render_for("?", &v, false, true), "'a\0'");
+        let v = [Value::from("\u{4e2d}")];
+        assert_eq!(render_for("?", &v, true, false), "_utf8mb4 X'E4B8AD'");
+        assert_eq!(render_for("?", &v, true, true), "'\u{4e2d}'");
+    }
+
+    #[test]
+    fn plain_strings_only_where_the_grammar_may_need_them() {
+        let care = [Value::from("a\\b")];
+        let plain = [Value::from("ab")];
+        assert!(plain_strings_needed("SHOW TABLES LIKE ?", &care));
+        assert!(plain_strings_needed(
+            " /* x */ ALTER TABLE t COMMENT ?",
+            &care
+        ));
+        assert!(!plain_strings_needed("SHOW TABLES LIKE ?", &plain));
+        assert!(!plain_strings_needed("  select ?", &care));
+        assert!(!plain_strings_needed("INSERT INTO t VALUES (?)", &care));
+        assert!(!plain_strings_needed("(SELECT ?)", &care));
+        // Several statements: the state could change between them.
+        assert!(!plain_strings_needed(
+            "SET sql_mode = ''; SHOW TABLES LIKE ?",
+            &care
+        ));
+        assert!(plain_strings_needed("SHOW TABLES LIKE ?;", &care));
     }
 
     #[test]
@@ -297,13 +384,7 @@ mod tests {
         );
         assert_eq!(s, "-3,7,0.5,NULL");
         let mut out = String::new();
-        assert!(super::render(
-            "?",
-            &[Value::Double(f64::NAN)],
-            &mut out,
-            Escaping::Backslash
-        )
-        .is_err());
+        assert!(super::render("?", &[Value::Double(f64::NAN)], &mut out).is_err());
     }
 
     #[test]
@@ -315,7 +396,7 @@ mod tests {
     #[test]
     fn counts_must_match() {
         let mut out = String::new();
-        assert!(super::render("? ?", &[Value::Int(1)], &mut out, Escaping::Backslash).is_err());
+        assert!(super::render("? ?", &[Value::Int(1)], &mut out).is_err());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! anything the SQL layer cannot carry is refused with an error naming the parameter.
 
 use crate::error::{Error, Result};
-use crate::literal::{self, Bind, Escaping};
+use crate::literal::{self, Bind, Strings};
 use mysql_async::Value;
 use napi::bindgen_prelude::*;
 use napi::{sys, JsValue, ValueType};
@@ -140,9 +140,9 @@ pub fn check_count(sql: &str, params: &[Param]) -> Result<()> {
 impl Bind for Param {
     /// A scalar as its literal; a list as `a, b` (for `IN (?)`); a list of lists as
     /// `(a, b), (c, d)` (for bulk `VALUES ?`); an empty list as `NULL` (matches nothing).
-    fn push(&self, out: &mut String, mode: Escaping) -> std::result::Result<(), String> {
+    fn push(&self, out: &mut String, strings: Strings) -> std::result::Result<(), String> {
         match self {
-            Param::One(v) => v.push(out, mode),
+            Param::One(v) => v.push(out, strings),
             Param::Binary(bytes) => {
                 literal::push_binary(out, bytes);
                 Ok(())
@@ -158,14 +158,22 @@ impl Bind for Param {
                     }
                     if let Param::List(_) = item {
                         out.push('(');
-                        item.push(out, mode)?;
+                        item.push(out, strings)?;
                         out.push(')');
                     } else {
-                        item.push(out, mode)?;
+                        item.push(out, strings)?;
                     }
                 }
                 Ok(())
             }
+        }
+    }
+
+    fn same_in_every_form(&self) -> bool {
+        match self {
+            Param::One(v) => v.same_in_every_form(),
+            Param::Binary(_) => true,
+            Param::List(items) => items.iter().all(Bind::same_in_every_form),
         }
     }
 }
@@ -184,7 +192,7 @@ mod tests {
 
     fn render(sql: &str, params: &[Param]) -> String {
         let mut out = String::new();
-        literal::render(sql, params, &mut out, Escaping::Backslash).unwrap();
+        literal::render(sql, params, &mut out).unwrap();
         out
     }
 

@@ -4,6 +4,7 @@
 //! model as mysql2's `pool.query` (which the JavaScript package used), so any statement —
 //! DDL, multi-statement text, `SHOW` — works and values look the same.
 
+use crate::charset;
 use crate::config::{self, PoolConfig};
 use crate::error::{Error, Result};
 use crate::exec::{self, PoolHandle};
@@ -104,30 +105,74 @@ fn convert_params(params: Option<Vec<Unknown>>) -> Result<Vec<Param>> {
         .collect()
 }
 
-/// `sql` with its parameters rendered for `conn`'s escaping mode.
-fn render(conn: &Conn, sql: &str, params: &[Param]) -> Result<String> {
+/// `sql` with its parameters rendered as literals: hex for strings that are not plain ASCII
+/// (the same in every session state), or quoted for `conn`'s state read just now where the
+/// statement may need plain quoted strings (see `literal.rs`).
+async fn render(
+    handle: &Arc<PoolHandle>,
+    conn: &mut Conn,
+    sql: &str,
+    params: &[Param],
+) -> Result<String> {
+    let strings = if literal::plain_strings_needed(sql, params) {
+        literal::Strings::QuotedFor(session_reading(handle, conn).await?)
+    } else {
+        literal::Strings::Hex
+    };
     let mut text = String::with_capacity(sql.len() + 16 * params.len());
-    literal::render(sql, params, &mut text, literal::escaping_of(conn)).map_err(Error::Invalid)?;
+    literal::render_with(sql, params, &mut text, strings).map_err(Error::Invalid)?;
     Ok(text)
 }
 
-/// One bounded round trip of a user statement on `conn`.
+/// How `conn`'s session reads a quoted string right now (one bounded round trip).
+async fn session_reading(handle: &Arc<PoolHandle>, conn: &mut Conn) -> Result<literal::Reading> {
+    const READ: &str = "SELECT @@SESSION.sql_mode, @@SESSION.character_set_client, \
+                        @@SESSION.character_set_connection";
+    let id = conn.id();
+    let read = async {
+        let row: Option<(String, String, String)> =
+            conn.query_first(READ).await.map_err(Error::from)?;
+        row.ok_or_else(|| Error::connection("the session's settings could not be read"))
+    };
+    let (mode, client, connection) = handle.bounded(id, exec::marks([READ]), read).await?;
+    let utf8 = |cs: &str| matches!(cs, "utf8mb4" | "utf8mb3" | "utf8");
+    Ok(literal::Reading {
+        backslash_escapes: !mode
+            .split(',')
+            .any(|m| m.eq_ignore_ascii_case("NO_BACKSLASH_ESCAPES")),
+        utf8: utf8(&client) && utf8(&connection),
+    })
+}
+
+/// One bounded round trip of a user statement on `conn` (two where its strings are rendered
+/// for the session's state).
 async fn run_bounded(
     handle: &Arc<PoolHandle>,
     conn: &mut Conn,
     sql: &str,
     params: &[Param],
 ) -> Result<Outcome> {
-    let text = render(conn, sql, params)?;
+    let text = render(handle, conn, sql, params).await?;
     let marks = exec::marks([text.as_str()]);
     let id = conn.id();
-    handle.bounded(id, marks, run_text(conn, text)).await
+    let outcome = handle.bounded(id, marks, run_text(conn, text)).await;
+    if !charset::may_change(sql) || matches!(&outcome, Err(e) if e.is_connection()) {
+        return outcome;
+    }
+    // The statement may have moved the session off utf8mb4 (see charset.rs): put it back before
+    // anything else runs here. If that fails the connection is lost, and so is the answer.
+    let pin = async { conn.query_drop(charset::PIN).await.map_err(Error::from) };
+    handle.bounded(id, exec::marks([charset::PIN]), pin).await?;
+    outcome
 }
 
 /// Runs one rendered user statement text and returns the first result set.
 async fn run_text(conn: &mut Conn, text: String) -> Result<Outcome> {
     let mut result = conn.query_iter(text).await?;
     let columns = result.columns();
+    if let Some(cols) = &columns {
+        charset::check_columns(cols)?;
+    }
     let wrote = columns.as_ref().is_none_or(|c| c.is_empty());
     let affected = result.affected_rows();
     let insert_id = result.last_insert_id().unwrap_or(0);

@@ -1,0 +1,176 @@
+// Reliability — bound values under every session state a user can set.
+//
+// A literal must mean the same whatever the session was left in: `sql_mode` with or without
+// NO_BACKSLASH_ESCAPES (by SET, by `SET STATEMENT … FOR`, by a procedure), and any character
+// set a user can name (`SET NAMES latin1 | gbk | big5 | sjis | utf8mb4`). Each state is set on
+// the one connection of a pool (connectionLimit 1, so every later call runs in that session),
+// then values built to break out of a literal under one reading or another go through user
+// statements and through every string field of the backend, natively and over a wrapped Sql.
+// Nothing may be stored but the values themselves, read back exactly; no secret may leak; no
+// table may go; an idempotency key with backslashes must still find its run.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { closeAdmin } from '../helpers/db.mjs';
+import { createMysqlBackend, freshPool, mysqlPool, tableNames, TABLES } from './helpers.mjs';
+import { exercise, wrapSql } from './roundtrip.mjs';
+
+after(closeAdmin);
+
+const SECRET = 'top-secret-42';
+
+/** Values that escape a literal rendered for the wrong backslash mode or character set. */
+const BREAKOUTS = [
+  "x\\'), ((SELECT v FROM secret)) -- ",
+  "x'), ((SELECT v FROM secret)) -- ",
+  "x\\\\'), ((SELECT v FROM secret)) -- ",
+  "\u4e2d'), ((SELECT v FROM secret)) -- ", // UTF-8 E4 B8 AD 27: AD reads as a gbk lead byte
+  "\u00bf'), ((SELECT v FROM secret)) -- ", // C2 BF 27: the classic gbk / big5 case
+  "\u8868\\'), ((SELECT v FROM secret)) -- ", // 表: E8 A1 A8, then a backslash (sjis 0x5C trail)
+  'C:\\new\\table',
+  "it's",
+  '\\',
+  '\0\\\u001a\r\n',
+];
+
+/** Session states, each as the statements a user runs to get there. */
+const STATES = [
+  {
+    label: 'sql_mode NO_BACKSLASH_ESCAPES by SET',
+    set: ["SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')"],
+  },
+  {
+    label: 'NO_BACKSLASH_ESCAPES on, last statement ran without it (SET STATEMENT … FOR)',
+    set: [
+      "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')",
+      "SET STATEMENT sql_mode = '' FOR SELECT 1",
+    ],
+  },
+  {
+    label: 'NO_BACKSLASH_ESCAPES off, last statement ran with it (SET STATEMENT … FOR)',
+    set: ["SET STATEMENT sql_mode = 'NO_BACKSLASH_ESCAPES' FOR SELECT 1"],
+  },
+  { label: 'a procedure whose body changes sql_mode', set: ['CALL set_mode_in_body()'] },
+  ...['latin1', 'gbk', 'big5', 'sjis', 'utf8mb4'].map((cs) => ({ label: `SET NAMES ${cs}`, set: [`SET NAMES ${cs}`] })),
+  { label: 'SET CHARACTER SET gbk', set: ['SET CHARACTER SET gbk'] },
+];
+
+let env;
+before(async () => {
+  env = await freshPool('rel_session', { connectionLimit: 1 });
+  await env.sql.query('CREATE TABLE secret (v VARCHAR(64))');
+  await env.sql.query('INSERT INTO secret VALUES (?)', [SECRET]);
+  await env.sql.query('CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v TEXT) DEFAULT CHARSET = utf8mb4');
+  await env.sql.query(
+    "CREATE PROCEDURE set_mode_in_body() BEGIN SET SESSION sql_mode = 'NO_BACKSLASH_ESCAPES'; SELECT 1; END",
+  );
+  await env.sql.query(
+    "CREATE FUNCTION results_in_latin1() RETURNS INT DETERMINISTIC BEGIN SET character_set_results = 'latin1'; RETURN 1; END",
+  );
+});
+after(async () => env && env.close());
+
+async function enter(sql, state) {
+  for (const s of state.set) await sql.query(s);
+}
+
+async function expectIntact(sql) {
+  assert.deepEqual(await tableNames(sql), [...TABLES, 'secret', 't'].sort(), 'every table is still there');
+}
+
+for (const state of STATES) {
+  test(`user statements: bound values stay data under ${state.label}`, async () => {
+    const { sql } = env;
+    await sql.query('DELETE FROM t');
+    for (const v of BREAKOUTS) {
+      await enter(sql, state);
+      await sql.exec('INSERT INTO t (v) VALUES (?)', [v]);
+      await enter(sql, state);
+      const [row] = await sql.query('SELECT ? AS v, CHAR_LENGTH(?) AS n', [v, v]);
+      assert.equal(row.v, v, `SELECT ? echoes ${JSON.stringify(v)}`);
+      assert.equal(Number(row.n), [...v].length);
+    }
+    // Where the grammar takes only a plain quoted string, values are quoted for the state read
+    // from the session just before: still data, and still accepted.
+    for (const v of BREAKOUTS) {
+      await enter(sql, state);
+      const found = await sql.query('SHOW TABLES LIKE ?', [v]);
+      // (The server cuts a LIKE pattern at NUL, so that one may match tables: still data.)
+      if (!v.includes('\0')) assert.deepEqual(found, [], `SHOW TABLES LIKE ${JSON.stringify(v)}`);
+    }
+    await enter(sql, state);
+    assert.equal((await sql.query('SHOW VARIABLES LIKE ?', ['max\\_allowed\\_packet'])).length, 1);
+    const rows = await sql.query('SELECT v FROM t ORDER BY id');
+    assert.deepEqual(
+      rows.map((r) => r.v),
+      BREAKOUTS,
+      'one row per insert, each holding exactly its value',
+    );
+    assert.ok(!rows.some((r) => r.v === SECRET), 'the secret never reached a row');
+    // The same inside one transaction, statements not awaited one by one.
+    await sql.tx(async (tx) => {
+      for (const s of state.set) await tx.query(s);
+      await Promise.all(BREAKOUTS.map((v) => tx.exec('INSERT INTO t (v) VALUES (?)', [v])));
+    });
+    const [{ n }] = await sql.query('SELECT COUNT(*) AS n FROM t WHERE v = ?', [SECRET]);
+    assert.equal(Number(n), 0);
+    assert.equal((await sql.query('SELECT v FROM t')).length, BREAKOUTS.length * 2);
+    await expectIntact(sql);
+  });
+
+  test(`backend units: keys, names and payloads stay data under ${state.label}`, async (t) => {
+    const { sql } = env;
+    for (const [path, over] of [
+      ['native', sql],
+      ['wrapped', wrapSql(sql)],
+    ]) {
+      await enter(sql, state);
+      const b = createMysqlBackend(over);
+      const key = 'C:\\new\\table';
+      const spec = { name: "\u4e2d'x", version: 1, input: { p: 'C:\\new\\table', q: "\u00bf'" }, idempotencyKey: key };
+      const first = await b.store.startRun(spec);
+      await enter(sql, state);
+      const again = await b.store.startRun(spec);
+      assert.equal(again.created, false, `${path}: the same key finds the same run`);
+      assert.equal(again.runId, first.runId);
+      await enter(sql, state);
+      const snap = await b.store.loadRun(first.runId);
+      assert.deepEqual([snap.run.name, snap.run.idempotencyKey, snap.run.input], [spec.name, key, spec.input]);
+      const [raw] = await sql.query('SELECT idempotency_key AS k, name FROM run WHERE id = ?', [first.runId]);
+      assert.deepEqual([raw.k, raw.name], [key, spec.name], `${path}: stored bytes are the values`);
+      for (const v of BREAKOUTS.slice(0, 6)) {
+        await enter(sql, state);
+        await exercise(
+          sql,
+          createMysqlBackend(sql),
+          (id) => createMysqlBackend(over, { id }),
+          v,
+          `${path} ${JSON.stringify(v)}`,
+        );
+      }
+    }
+    await expectIntact(sql);
+    t.diagnostic(`${state.label}: ${BREAKOUTS.length} values, native and wrapped`);
+  });
+}
+
+test('a session moved off utf8mb4 where no statement shows it is discarded, never misread', async () => {
+  // A stored function may set character_set_results; nothing in `SELECT f()` names it.
+  const sql = mysqlPool(env.url);
+  try {
+    await sql.query('SELECT results_in_latin1() AS one');
+    await assert.rejects(
+      sql.query('SELECT ? AS v', ['\u00e9\u4e2d']),
+      (e) => e.kind === 'connection' && e.code === 'ER_CHARSET_CHANGED' && /latin1/.test(e.message),
+      'text that would arrive in latin1 is refused',
+    );
+    const [row] = await sql.query('SELECT ? AS v', ['\u00e9\u4e2d']);
+    assert.equal(row.v, '\u00e9\u4e2d', 'the next call runs on a fresh connection in utf8mb4');
+    const b = createMysqlBackend(sql);
+    const { runId } = await b.store.startRun({ name: 'f', version: 1, input: { s: '\u00e9' } });
+    await sql.query('SELECT results_in_latin1() AS one');
+    await assert.rejects(b.store.loadRun(runId), (e) => e.kind === 'connection' && e.code === 'ER_CHARSET_CHANGED');
+    assert.deepEqual((await b.store.loadRun(runId)).run.input, { s: '\u00e9' });
+  } finally {
+    await sql.close();
+  }
+});
