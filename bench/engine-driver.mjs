@@ -11,7 +11,7 @@
 //     queue.ack
 //
 // Several loops may run concurrently against one backend (like several workers); a loop stops at
-// its first empty claim. Used by bench/run.mjs and usable from tests.
+// its first empty claim. Used by bench/scenarios/drains.mjs and usable from tests.
 
 /**
  * Creates `n` pending runs through the backend (`startRun`) and enqueues each (`queue.enqueue`),

@@ -1,4 +1,4 @@
-// A worker process of the bench's multi-process flow scenario (forked by bench/run.mjs).
+// A worker process of the bench's multi-process flow scenario (forked by bench/scenarios/procs.mjs).
 //
 // Protocol (IPC messages, JSON):
 //   parent → { type: 'init', impl: 'seed' | 'native', url, prefix, nativeModule?, flowOpts }

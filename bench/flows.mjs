@@ -10,7 +10,7 @@
 //
 // A loop ticks again at once after a tick that claimed or fired anything, and waits `idleMs`
 // after an empty one (the resident engine's 200 ms / back-off policy would measure its polling
-// rather than the backend). Used by bench/run.mjs (loops in the bench process) and by
+// rather than the backend). Used by bench/scenarios/flows.mjs (loops in the bench process) and by
 // bench/flow-worker.mjs (one loop per child process).
 
 import { builder, createEngine } from '../__test__/engine/mini-engine.mjs';

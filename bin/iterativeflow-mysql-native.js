@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict';
 // iterativeflow-mysql-native doctor [url] [options] — a read-only health check of a database for
-// this package (lib/doctor.js). Exit status: 0 when nothing fails (warnings allowed), 1 when a
+// this package (lib/doctor/). Exit status: 0 when nothing fails (warnings allowed), 1 when a
 // check fails (a blocker), 2 on a usage error.
 const { parseArgs } = require('node:util');
 

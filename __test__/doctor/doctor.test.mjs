@@ -1,4 +1,4 @@
-// The health check: checkDatabase(sql, prefix?, opts?) (lib/doctor.js) and the CLI
+// The health check: checkDatabase(sql, prefix?, opts?) (lib/doctor/) and the CLI
 // `iterativeflow-mysql-native doctor <url>` (bin/) against the private server — healthy databases
 // (alpha.2 and 3.0), missing tables, drifted columns and keys, missing privileges, the isolation
 // with setIsolation: false, an unreachable or silent server, exit codes and output, and that the
@@ -20,7 +20,7 @@ import { PASSWORD_USER } from '../helpers/mariadb.mjs';
 const require = createRequire(import.meta.url);
 const m = require('../../index.js');
 const v3 = require('../../v3.js');
-const doctor = require('../../lib/doctor.js');
+const doctor = require('../../lib/doctor/index.js');
 const { checkDatabase, _internal } = doctor;
 
 const here = path.dirname(fileURLToPath(import.meta.url));

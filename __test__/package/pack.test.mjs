@@ -117,7 +117,11 @@ function relativeRequires(file, pkgRoot) {
   const out = [];
   for (const m of text.matchAll(/require\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g)) {
     let target = path.posix.normalize(path.posix.join(path.posix.dirname(file), m[1]));
-    if (!path.posix.extname(target)) target += '.js';
+    // As require resolves it: `x` is x.js, or x/index.js when x is a directory (lib/doctor).
+    if (!path.posix.extname(target)) {
+      const isDir = fs.statSync(path.join(pkgRoot, target), { throwIfNoEntry: false })?.isDirectory();
+      target += isDir ? '/index.js' : '.js';
+    }
     out.push(target);
   }
   return out;
@@ -314,9 +318,9 @@ test('npm pack of the root lists only what users need', () => {
   const files = report.files.map((f) => f.path).sort();
 
   const libJs = fs
-    .readdirSync(path.join(root, 'lib'))
+    .readdirSync(path.join(root, 'lib'), { recursive: true })
     .filter((f) => f.endsWith('.js'))
-    .map((f) => `lib/${f}`);
+    .map((f) => `lib/${f.split(path.sep).join('/')}`);
   const bins = Object.values(rootPkg.bin || {}).map((b) => path.posix.normalize(b));
   const required = [
     'index.js',

@@ -1,0 +1,135 @@
+// The two implementations under test, side by side: the seed (the published JS package over a
+// mysql2 pool, tables js_) and native (this package, tables rs_), each with a direct pool for the
+// timed repetitions and, with the counting proxy, a second one through it for the counting pass.
+import { readdirSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve as resolvePath } from 'node:path';
+
+import mysql from 'mysql2/promise';
+
+import { loadSeed, seedAvailability } from '../__test__/helpers/seed.mjs';
+import { bench, cleanups, withQuery } from './context.mjs';
+import { tableNames } from './fixtures.mjs';
+import { argv } from './options.mjs';
+
+const require = createRequire(import.meta.url);
+
+/**
+ * The seed module, or null when it is not measured: `--impl native`, or `--impl both` without the
+ * seed text (a clone without ../shared beside it), which then measures native alone.
+ */
+export async function seedFor(impl) {
+  if (!['seed', 'native', 'both'].includes(impl)) throw new Error(`--impl must be seed, native or both`);
+  if (impl === 'native') return null;
+  if (impl === 'both') {
+    const status = seedAvailability();
+    if (!status.available) {
+      console.error(`${status.reason}; benchmarking native alone`);
+      return null;
+    }
+  }
+  return loadSeed();
+}
+
+export async function createImpls(seed) {
+  const wanted = argv.impl === 'both' ? (seed ? ['seed', 'native'] : ['native']) : [argv.impl];
+
+  if (wanted.includes('seed')) {
+    const make = (url) => {
+      const pool = mysql.createPool({ uri: url, connectionLimit: 10 });
+      cleanups.push(() => pool.end());
+      return { sql: seed.mysqlPool(pool) };
+    };
+    const direct = make(bench.timedUrl);
+    const impl = {
+      name: 'seed',
+      prefix: 'js_',
+      url: bench.timedUrl,
+      module: seed,
+      sql: direct.sql,
+      backend: seed.createMysqlBackend(direct.sql, { prefix: 'js_' }),
+      t: tableNames('js_'),
+    };
+    if (bench.proxy) {
+      const counted = make(bench.proxy.url(bench.dbUrl));
+      impl.countedUrl = bench.proxy.url(bench.dbUrl);
+      impl.countedSql = counted.sql;
+      impl.counted = seed.createMysqlBackend(counted.sql, { prefix: 'js_' });
+    }
+    bench.impls.push(impl);
+  }
+  if (wanted.includes('native')) {
+    let native;
+    try {
+      native = require(process.env.BENCH_NATIVE_MODULE ? resolvePath(process.env.BENCH_NATIVE_MODULE) : '../index.js');
+    } catch (e) {
+      if (argv.impl === 'native' || !seed) throw e;
+      console.error(`native: cannot load ../index.js (${e.message.split('\n')[0]}); benchmarking the seed only`);
+    }
+    if (native) {
+      bench.nativeInfo = describeBinary(
+        process.env.BENCH_NATIVE_MODULE ? resolvePath(process.env.BENCH_NATIVE_MODULE) : require.resolve('../index.js'),
+      );
+      const suffix = process.env.BENCH_NATIVE_URL_SUFFIX ?? '';
+      const make = (url) => {
+        const sql = native.mysqlPool(withQuery(url, suffix));
+        cleanups.push(async () => {
+          for (const m of ['close', 'end', 'disconnect']) {
+            if (typeof sql?.[m] === 'function') return sql[m]();
+          }
+        });
+        return sql;
+      };
+      const sql = make(bench.timedUrl);
+      const impl = {
+        name: 'native',
+        prefix: 'rs_',
+        url: withQuery(bench.timedUrl, suffix),
+        nativeModule: process.env.BENCH_NATIVE_MODULE
+          ? resolvePath(process.env.BENCH_NATIVE_MODULE)
+          : require.resolve('../index.js'),
+        module: native,
+        sql,
+        backend: native.createMysqlBackend(sql, { prefix: 'rs_' }),
+        t: tableNames('rs_'),
+      };
+      if (bench.proxy) {
+        impl.countedUrl = withQuery(bench.proxy.url(bench.dbUrl), suffix);
+        impl.countedSql = make(bench.proxy.url(bench.dbUrl));
+        impl.counted = native.createMysqlBackend(impl.countedSql, { prefix: 'rs_' });
+      }
+      bench.impls.push(impl);
+    }
+  }
+}
+
+/** Which addon binary sits beside the native entry point (a debug build is far slower). */
+function describeBinary(entry) {
+  try {
+    let dir = statSync(entry).isDirectory() ? entry : dirname(entry);
+    const nodes = readdirSync(dir).filter((f) => f.endsWith('.node'));
+    if (nodes.length === 0) return `native entry ${entry}`;
+    const f = join(dir, nodes[0]);
+    const st = statSync(f);
+    const mb = st.size / 2 ** 20;
+    const debug = mb > 40 ? ' - LOOKS LIKE A DEBUG BUILD, numbers are not representative (npm run build)' : '';
+    return `native binary ${f} (${mb.toFixed(1)} MB, built ${st.mtime.toISOString()})${debug}`;
+  } catch {
+    return `native entry ${entry}`;
+  }
+}
+
+/** Opens the pools' connections before anything is measured. */
+async function warm(backend) {
+  await Promise.all(Array.from({ length: 32 }, () => backend.store.loadRunRow('warm-up')));
+  await Promise.all(Array.from({ length: 16 }, () => backend.queue.claim({ limit: 1, leaseMs: 1, now: new Date(0) })));
+}
+
+/** The schema of each implementation, then its pools' connections opened (both pools). */
+export async function prepareImpls() {
+  for (const impl of bench.impls) {
+    await impl.module.applySchema(impl.sql, impl.prefix);
+    await warm(impl.backend);
+    if (impl.counted) await warm(impl.counted);
+  }
+}

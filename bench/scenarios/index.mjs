@@ -1,0 +1,10 @@
+// The scenarios, in the order of the report: micro-ops, engine-shaped drains, engine-driven flows.
+//
+// A scenario is `{ name, kind, unit, conc, size, setup, run, verify?, teardown?, digests?,
+// chartLabel? }`. setup(impl, size) runs untimed and returns a context; run(impl, ctx) is timed and
+// returns the number of operations it did (runs, for drains) - execute.mjs measures it.
+import { drainScenarios } from './drains.mjs';
+import { flowScenarios } from './flows.mjs';
+import { microScenarios } from './micro.mjs';
+
+export const allScenarios = () => [...microScenarios(), ...drainScenarios(), ...flowScenarios()];
