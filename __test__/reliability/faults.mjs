@@ -17,24 +17,29 @@
 //
 // A unit: `write` matches the request carrying its guarding write (or, for two-round-trip units,
 // its writes); `targets` (optional) names every packet a fault may hit instead, `{ name: RegExp }`
-// (default `{ write, commit: COMMIT }`; an autocommit unit has no COMMIT to hit); `init(q)` runs
+// (default `{ write, commit: COMMIT }`; an autocommit unit has no COMMIT to hit) — or `{ name:
+// () => matcher }`, a fresh proxy matcher per trial (e.g. one counting commands); `init(q)` runs
 // once; `prepare(q, k)` makes the rows trial k needs; `call(env, ctx)` is the one call under test;
 // `inspect(q, ctx)` reads every effect of the unit; `verify(q, ctx, value)` lists problems with a
-// resolved call's answer.
+// resolved call's answer; `trials` (optional) caps the trials per reset kind for a unit whose
+// trial is slow.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import mysql from 'mysql2/promise';
 import { closeAdmin, freshDatabase, serverUrl } from '../helpers/db.mjs';
 import { startFaultProxy } from '../helpers/faultproxy.mjs';
 import { applySchema, createMysqlBackend, mysqlPool, settle, sleep, withParams, within } from './helpers.mjs';
 import { rngOf } from '../helpers/rng.mjs';
+import { COMMIT, classify, describeParts } from './outcome.mjs';
+
+export { COMMIT, classify, describeParts, gone } from './outcome.mjs';
 
 export const RESET_KINDS = ['reset-after-send', 'reset-on-answer', 'cut-mid-request'];
 export const QUERY_TIMEOUT_MS = 5000;
 export const CALL_BOUND_MS = QUERY_TIMEOUT_MS + 3000; // a reset rejects at once; this only catches hangs
 const SESSION_GONE_MS = 10_000;
 const MAX_HUNG = 3; // stop a method's trials after this many calls that never settled
-export const COMMIT = /^\s*COMMIT\b/i;
 
 /** The private server's host and port, for a proxy in front of it. */
 export function serverAddress() {
@@ -128,17 +133,6 @@ export async function waitSessionGone(q, hit) {
   );
 }
 
-/** `parts` maps each effect of the unit to true (applied) / false (not applied) / anything else (odd). */
-export function classify(parts) {
-  const v = Object.values(parts);
-  if (v.every((x) => x === true)) return 'committed';
-  if (v.every((x) => x === false)) return 'rolledBack';
-  return 'partial';
-}
-
-/** 0 of n rows left ⇒ applied (deleted/consumed); all n ⇒ not; anything between is odd. */
-export const gone = (left, n) => (left === 0 ? true : left === n ? false : `${left} of ${n} left`);
-
 /** The packets a fault may hit in `unit`'s trials, `{ name: RegExp }`. */
 const targetsOf = (unit) => unit.targets || { write: unit.write, commit: COMMIT };
 
@@ -168,21 +162,11 @@ function note(fig, line) {
   if (fig.examples.length < 4) fig.examples.push(line);
 }
 
-/** What `parts` applied, and its odd entries, for a report line. */
-export function describeParts(parts) {
-  const applied = Object.entries(parts)
-    .filter(([, v]) => v === true)
-    .map(([n]) => n);
-  const odd = Object.entries(parts)
-    .filter(([, v]) => v !== true && v !== false)
-    .map(([n, v]) => `${n}: ${v}`);
-  return `applied only [${applied.join(', ')}]${odd.length ? `, odd [${odd.join('; ')}]` : ''}`;
-}
-
 /** One trial: prepare, arm, call (bounded), wait for the session, inspect, check recovery. */
 async function trial(proxy, env, unit, fig, { k, kind, target, rng }) {
   const ctx = await unit.prepare(env.q, k);
-  const arm = { match: targetsOf(unit)[target], kind };
+  const aim = targetsOf(unit)[target];
+  const arm = { match: aim instanceof RegExp ? aim : aim(), kind };
   if (kind === 'delay') arm.delayMs = 20 + Math.floor(rng() * 180);
   if (kind === 'cut-mid-request') arm.cutAt = rng();
   const h = proxy.arm(arm);
@@ -272,6 +256,7 @@ export function attackUnit(holder, unit, { trials, delayTrials, seed, tag = 'ato
   const targetNames = Object.keys(targetsOf(unit));
   const what =
     targetNames.length === 2 && targetNames[1] === 'commit' ? 'write or COMMIT packet' : targetNames.join(', ');
+  if (unit.trials) trials = Math.min(trials, unit.trials);
   test(`${unit.name} is all-or-nothing when its connection is reset (${what})`, { timeout }, async (t) => {
     const proxy = holder.proxy;
     const env = await openEnv(proxy, unit.name.replace(/[^a-z]+/gi, '_'), {}, envOpts);
@@ -319,5 +304,38 @@ export function attackUnit(holder, unit, { trials, delayTrials, seed, tag = 'ato
     assert.equal(delay.rejected, 0, `${unit.name}: calls rejected under a mere delay`);
     assert.equal(delay.committed, delay.trials, `${unit.name}: delayed calls committed whole`);
     for (const kind of RESET_KINDS) assert.equal(figs.get(kind).trials, trials, `${unit.name}: ${kind} trials run`);
+  });
+}
+
+/**
+ * Runs a child process (`script`, with `env` added to this one's) that SIGKILLs itself while its
+ * call is on the wire, to its death (SIGKILLed by the parent after `boundMs`: "the parent
+ * (hung)"). Resolves with the server connection id it printed (`CONN <id>`), how it ended and
+ * the tail of its stderr.
+ */
+export function runKilledChild(script, env, boundMs = 15_000) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [script], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+    });
+    child.stderr.on('data', (d) => {
+      err = (err + d).slice(-2000);
+    });
+    let hung = false;
+    const timer = setTimeout(() => {
+      hung = true;
+      child.kill('SIGKILL');
+    }, boundMs);
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      const m = /^CONN (\d+)$/m.exec(out);
+      resolve({ connId: m ? Number(m[1]) : null, code, signal: hung ? 'the parent (hung)' : signal, stderr: err });
+    });
   });
 }
