@@ -66,7 +66,10 @@ function inTxIds(ctx) {
 }
 
 const inTxShared = {
-  // a fresh child needs 10–30 ms for the body: a killed worker dies anywhere in it (v3-killed-worker)
+  // fn runs on the JS thread, round trip by round trip: a child about to be killed must keep its
+  // event loop turning (a timer, not a busy-wait), and the body takes a fresh child 10–30 ms, so
+  // the kill lands anywhere in it (v3-killed-worker)
+  drivenByJs: true,
   killWindowMs: 30,
   // app_order is the caller's own table; the units write run, job and timer.
   async init(q) {
