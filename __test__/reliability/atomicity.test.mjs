@@ -15,111 +15,19 @@
 // must succeed.
 //
 // ATOMICITY_TRIALS (default 100) sets the trials per fault kind and method, ATOMICITY_SEED the
-// seed of the target coin, cut points and delays (printed, to replay a failure).
-import { after, before, test } from 'node:test';
+// seed of the target coin, cut points and delays (printed, to replay a failure). The trial
+// machinery is in faults.mjs (shared with v3-atomicity.test.mjs).
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import mysql from 'mysql2/promise';
-import { closeAdmin, freshDatabase, serverUrl } from '../helpers/db.mjs';
-import { startFaultProxy } from '../helpers/faultproxy.mjs';
-import { applySchema, createMysqlBackend, mysqlPool, settle, sleep, withParams, within } from './helpers.mjs';
-import { rngOf } from '../helpers/rng.mjs';
+import { attackUnit, classify, COMMIT, gone, openEnv, useFaultProxy, waitSessionGone } from './faults.mjs';
+import { settle, within } from './helpers.mjs';
 
 const TRIALS = Number(process.env.ATOMICITY_TRIALS) || 100;
 const DELAY_TRIALS = Math.min(10, Math.max(4, Math.ceil(TRIALS / 5)));
 const SEED = Number(process.env.ATOMICITY_SEED) || 0x1f2e3d;
-const RESET_KINDS = ['reset-after-send', 'reset-on-answer', 'cut-mid-request'];
-const QUERY_TIMEOUT_MS = 5000;
-const CALL_BOUND_MS = QUERY_TIMEOUT_MS + 3000; // a reset rejects at once; this only catches hangs
-const SESSION_GONE_MS = 10_000;
-const MAX_HUNG = 3; // stop a method's trials after this many calls that never settled
-const COMMIT = /^\s*COMMIT\b/i;
 const T = Date.parse('2030-01-01T00:00:00Z');
 
-let proxy;
-before(async () => {
-  const u = new URL(serverUrl());
-  proxy = await startFaultProxy({
-    host: u.hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1',
-    port: Number(u.port) || 3306,
-  });
-});
-after(async () => {
-  if (proxy) await proxy.close();
-  await closeAdmin();
-});
-
-function seedFor(label) {
-  let h = SEED >>> 0;
-  for (const ch of label) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193) >>> 0;
-  return h;
-}
-
-/**
- * A fresh database, a native pool on it THROUGH the proxy and a direct mysql2 connection to it.
- * `q(text, params)` runs SQL on the direct connection and returns the rows.
- */
-async function openEnv(label, params = {}) {
-  const db = await freshDatabase(`atom_${label}`);
-  const viaProxy = new URL(db.url);
-  viaProxy.hostname = '127.0.0.1';
-  viaProxy.port = String(proxy.port);
-  const url = withParams(viaProxy.toString(), {
-    connectionLimit: 2,
-    acquireTimeoutMs: 3000,
-    queryTimeoutMs: QUERY_TIMEOUT_MS,
-    ...params,
-  });
-  const sql = mysqlPool(url);
-  await applySchema(sql);
-  const direct = await mysql.createConnection({ uri: db.url, multipleStatements: true });
-  const q = async (text, values) => (await direct.query(text, values))[0];
-  return {
-    db,
-    sql,
-    b: createMysqlBackend(sql),
-    q,
-    async close() {
-      // A call stuck on a faulted connection would keep close() waiting: then reset them all.
-      const closed = await settle(within(sql.close(), 2000, 'sql.close()'));
-      if (!closed.ok) {
-        proxy.dropAll();
-        await within(sql.close(), 10_000, 'sql.close()').catch(() => {});
-      }
-      await direct.end().catch(() => {});
-      await db.drop();
-    },
-  };
-}
-
-/**
- * Waits until the server has finished with a proxied session (`hit` from the proxy: its server
- * thread id, or else its outbound port, which PROCESSLIST shows as HOST `127.0.0.1:<port>`).
- * Returns the ms it took.
- */
-async function waitSessionGone(q, hit) {
-  const [where, arg] =
-    hit.threadId !== null ? ['ID = ?', hit.threadId] : ["HOST LIKE CONCAT('%:', ?)", hit.upstreamPort];
-  const t0 = performance.now();
-  while (performance.now() - t0 < SESSION_GONE_MS) {
-    const [{ n }] = await q(`SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE ${where}`, [arg]);
-    if (Number(n) === 0) return performance.now() - t0;
-    await sleep(5);
-  }
-  throw new Error(
-    `server session ${hit.threadId ?? `from port ${hit.upstreamPort}`} still there after ${SESSION_GONE_MS} ms`,
-  );
-}
-
-/** `parts` maps each effect of the unit to true (applied) / false (not applied) / anything else (odd). */
-function classify(parts) {
-  const v = Object.values(parts);
-  if (v.every((x) => x === true)) return 'committed';
-  if (v.every((x) => x === false)) return 'rolledBack';
-  return 'partial';
-}
-
-/** 0 of n rows left ⇒ applied (deleted/consumed); all n ⇒ not; anything between is odd. */
-const gone = (left, n) => (left === 0 ? true : left === n ? false : `${left} of ${n} left`);
+const holder = useFaultProxy();
 
 // ---- the units ---------------------------------------------------------------------------------
 //
@@ -442,169 +350,7 @@ const units = [
   },
 ];
 
-function newFigures() {
-  return {
-    trials: 0,
-    fired: 0,
-    write: 0,
-    commit: 0,
-    committed: 0,
-    rolledBack: 0,
-    partial: 0,
-    rejected: 0,
-    resolvedNotWhole: 0,
-    badAnswers: 0,
-    recoveryFailed: 0,
-    hung: 0,
-    lingering: 0,
-    unfired: 0,
-    maxSettleMs: 0,
-    maxGoneMs: 0,
-    examples: [],
-    errors: new Map(),
-  };
-}
-
-function note(fig, line) {
-  if (fig.examples.length < 4) fig.examples.push(line);
-}
-
-/** One trial: prepare, arm, call (bounded), wait for the session, inspect, check recovery. */
-async function trial(env, unit, fig, { k, kind, target, rng }) {
-  const ctx = await unit.prepare(env.q, k);
-  const arm = { match: target === 'commit' ? COMMIT : unit.write, kind };
-  if (kind === 'delay') arm.delayMs = 20 + Math.floor(rng() * 180);
-  if (kind === 'cut-mid-request') arm.cutAt = rng();
-  const h = proxy.arm(arm);
-  const r = await settle(within(unit.call(env, ctx), CALL_BOUND_MS, `${unit.name} under ${kind}`));
-  h.cancel();
-  fig.trials++;
-  fig[target]++;
-  fig.maxSettleMs = Math.max(fig.maxSettleMs, r.ms);
-  const hung = !r.ok && /did not settle/.test(r.error.message);
-  if (hung) {
-    fig.hung++;
-    note(fig, `k=${k} ${target}: the call did not settle within ${CALL_BOUND_MS} ms`);
-  }
-  if (h.hit) {
-    fig.fired++;
-    // A delayed session stays healthy in the pool; a reset one must be ended by the server.
-    if (kind !== 'delay') {
-      try {
-        fig.maxGoneMs = Math.max(fig.maxGoneMs, await waitSessionGone(env.q, h.hit));
-      } catch (e) {
-        fig.lingering++;
-        note(fig, `k=${k} ${target}: ${e.message}`);
-      }
-    }
-  } else {
-    fig.unfired++;
-  }
-  if (!r.ok) {
-    fig.rejected++;
-    const kindOf = String(r.error.message).replace(/\d+/g, 'N').slice(0, 90);
-    fig.errors.set(kindOf, (fig.errors.get(kindOf) || 0) + 1);
-  }
-  const parts = await unit.inspect(env.q, ctx);
-  const state = classify(parts);
-  fig[state]++;
-  if (state === 'partial') {
-    const applied = Object.entries(parts)
-      .filter(([, v]) => v === true)
-      .map(([n]) => n);
-    const odd = Object.entries(parts)
-      .filter(([, v]) => v !== true && v !== false)
-      .map(([n, v]) => `${n}: ${v}`);
-    note(
-      fig,
-      `k=${k} ${target}${h.hit ? '' : ' (not fired)'}: partial, applied only [${applied.join(', ')}]${odd.length ? `, odd [${odd.join('; ')}]` : ''} (call ${r.ok ? 'resolved' : 'rejected'})`,
-    );
-  }
-  if (r.ok) {
-    if (state !== 'committed') {
-      fig.resolvedNotWhole++;
-      note(fig, `k=${k} ${target}: the call resolved but the unit is ${state}`);
-    }
-    const problems = unit.verify ? await unit.verify(env.q, ctx, r.value) : [];
-    if (problems.length) {
-      fig.badAnswers++;
-      note(fig, `k=${k} ${target}: ${problems.join('; ')}`);
-    }
-  }
-  // the pool recovers: the next call through it succeeds
-  const rec = await settle(within(env.b.store.runStats(), CALL_BOUND_MS, 'the call after the fault'));
-  if (!rec.ok) {
-    fig.recoveryFailed++;
-    note(fig, `k=${k} ${target}: the next call failed: ${rec.error.message}`);
-  }
-  return hung;
-}
-
-function report(t, unit, kind, f) {
-  t.diagnostic(
-    `atomicity/${unit.name}/${kind}: ${f.trials} trials (target write ${f.write} / COMMIT ${f.commit}; fired ${f.fired}), ` +
-      `committed-whole ${f.committed}, rolled-back-whole ${f.rolledBack}, partial ${f.partial}, rejected ${f.rejected}` +
-      `${f.resolvedNotWhole ? `, resolved-but-not-whole ${f.resolvedNotWhole}` : ''}${f.badAnswers ? `, bad answers ${f.badAnswers}` : ''}` +
-      `${f.recoveryFailed ? `, next call failed ${f.recoveryFailed}` : ''}${f.hung ? `, hung ${f.hung}` : ''}` +
-      `${f.lingering ? `, sessions lingering ${f.lingering}` : ''}; max settle ${Math.round(f.maxSettleMs)} ms` +
-      `${kind === 'delay' ? '' : `, server done with the faulted session ≤ ${Math.round(f.maxGoneMs)} ms later`}`,
-  );
-  for (const [e, n] of f.errors) t.diagnostic(`  ${n} × ${e}`);
-  for (const ex of f.examples) t.diagnostic(`  e.g. ${ex}`);
-}
-
-for (const unit of units) {
-  test(
-    `${unit.name} is all-or-nothing when its connection is reset (write or COMMIT packet)`,
-    { timeout: 150_000 },
-    async (t) => {
-      const env = await openEnv(unit.name.replace(/[^a-z]+/gi, '_'));
-      const figs = new Map();
-      try {
-        if (unit.init) await unit.init(env.q);
-        const rng = rngOf(seedFor(unit.name));
-        const plan = [...RESET_KINDS.flatMap((kind) => Array(TRIALS).fill(kind)), ...Array(DELAY_TRIALS).fill('delay')];
-        let k = 0;
-        let hung = 0;
-        for (const kind of plan) {
-          if (!figs.has(kind)) figs.set(kind, newFigures());
-          k++;
-          const target = rng() < 0.5 ? 'write' : 'commit';
-          if (await trial(env, unit, figs.get(kind), { k, kind, target, rng })) hung++;
-          if (hung >= MAX_HUNG) break;
-        }
-      } finally {
-        await env.close();
-      }
-      t.diagnostic(
-        `atomicity/${unit.name}: seed ${SEED}, ${TRIALS} trials per reset kind, ${DELAY_TRIALS} delay trials, pool of 2 through the proxy, queryTimeoutMs ${QUERY_TIMEOUT_MS}`,
-      );
-      for (const [kind, f] of figs) report(t, unit, kind, f);
-
-      const total = (key) => [...figs.values()].reduce((n, f) => n + f[key], 0);
-      const byKind = (key) => [...figs].map(([kind, f]) => `${kind} ${f[key]}`).join(', ');
-      assert.equal(total('partial'), 0, `${unit.name}: units left half-applied (${byKind('partial')})`);
-      assert.equal(total('resolvedNotWhole'), 0, `${unit.name}: calls that resolved without the unit committed whole`);
-      assert.equal(total('badAnswers'), 0, `${unit.name}: resolved calls whose answer disagrees with the database`);
-      assert.equal(total('hung'), 0, `${unit.name}: calls that never settled`);
-      assert.equal(total('lingering'), 0, `${unit.name}: faulted server sessions that did not end`);
-      assert.equal(
-        total('recoveryFailed'),
-        0,
-        `${unit.name}: calls after a fault that failed (the pool did not recover)`,
-      );
-      assert.equal(
-        total('unfired'),
-        0,
-        `${unit.name}: trials whose target packet was never sent (${byKind('unfired')}; a COMMIT folded into the unit's text cannot be targeted)`,
-      );
-      const delay = figs.get('delay');
-      assert.equal(delay.rejected, 0, `${unit.name}: calls rejected under a mere delay`);
-      assert.equal(delay.committed, delay.trials, `${unit.name}: delayed calls committed whole`);
-      for (const kind of RESET_KINDS) assert.equal(figs.get(kind).trials, TRIALS, `${unit.name}: ${kind} trials run`);
-    },
-  );
-}
+for (const unit of units) attackUnit(holder, unit, { trials: TRIALS, delayTrials: DELAY_TRIALS, seed: SEED });
 
 test(
   'silent network: with queryTimeoutMs=500 calls reject in bounded time, and the pool recovers after heal()',
@@ -612,7 +358,8 @@ test(
   async (t) => {
     const QT = 500;
     const BOUND = 3000;
-    const env = await openEnv('silent', { connectionLimit: 3, acquireTimeoutMs: 1000, queryTimeoutMs: QT });
+    const proxy = holder.proxy;
+    const env = await openEnv(proxy, 'silent', { connectionLimit: 3, acquireTimeoutMs: 1000, queryTimeoutMs: QT });
     const { sql, b, q } = env;
     const lines = [];
     // Every rejection must be the package's own bound, not the test's `within`.

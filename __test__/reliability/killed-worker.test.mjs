@@ -15,11 +15,11 @@
 // KILLED_TRIALS (default 160) sets the number of trials, KILLED_SEED the seed of the delays.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { adminQuery, closeAdmin } from '../helpers/db.mjs';
-import { freshPool, sleep } from './helpers.mjs';
+import { freshPool } from './helpers.mjs';
+import { classify, runKilledChild, waitSessionGone } from './faults.mjs';
 import { rngOf } from '../helpers/rng.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -29,7 +29,6 @@ const SEED = Number(process.env.KILLED_SEED) || 0x5eed;
 const MAX_DELAY_MS = 3;
 const LARGE = 1 << 20;
 const CHILD_BOUND_MS = 15_000;
-const SESSION_GONE_MS = 10_000;
 const T = Date.parse('2030-01-01T00:00:00Z');
 
 let env;
@@ -45,49 +44,7 @@ after(async () => {
 const q = async (text, params) => (await adminQuery(text, params))[0];
 
 /** Runs the child to its death; resolves with its connection id and how it ended. */
-function runChild(trial) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CHILD], {
-      env: { ...process.env, KW_URL: env.url, KW_TRIAL: JSON.stringify(trial) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-    });
-    child.stderr.on('data', (d) => {
-      err = (err + d).slice(-2000);
-    });
-    let hung = false;
-    const timer = setTimeout(() => {
-      hung = true;
-      child.kill('SIGKILL');
-    }, CHILD_BOUND_MS);
-    child.once('close', (code, signal) => {
-      clearTimeout(timer);
-      const m = /^CONN (\d+)$/m.exec(out);
-      resolve({ connId: m ? Number(m[1]) : null, code, signal: hung ? 'the parent (hung)' : signal, stderr: err });
-    });
-  });
-}
-
-async function waitSessionGone(id) {
-  const t0 = performance.now();
-  while (performance.now() - t0 < SESSION_GONE_MS) {
-    const [{ n }] = await q('SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE ID = ?', [id]);
-    if (Number(n) === 0) return performance.now() - t0;
-    await sleep(5);
-  }
-  throw new Error(`server session ${id} still there after ${SESSION_GONE_MS} ms`);
-}
-
-function classify(parts) {
-  const v = Object.values(parts);
-  if (v.every((x) => x === true)) return 'committed';
-  if (v.every((x) => x === false)) return 'rolledBack';
-  return 'partial';
-}
+const runChild = (trial) => runKilledChild(CHILD, { KW_URL: env.url, KW_TRIAL: JSON.stringify(trial) }, CHILD_BOUND_MS);
 
 /** The rows of every trial, prepared up front so each trial only spawns and inspects. */
 async function prepareAll(db, trials) {
@@ -183,7 +140,7 @@ test(
         continue;
       }
       try {
-        maxGoneMs = Math.max(maxGoneMs, await waitSessionGone(res.connId));
+        maxGoneMs = Math.max(maxGoneMs, await waitSessionGone(q, { threadId: res.connId }));
       } catch (e) {
         problems.push(`trial ${tr.k}: ${e.message}`);
         continue;
