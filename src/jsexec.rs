@@ -24,6 +24,8 @@ pub struct JsExec {
     run: RunFn,
     opening: Opening,
     begun: bool,
+    /// The `Sql` is a handle of the caller's transaction (`inTx`).
+    joined: bool,
 }
 
 /// How a unit starts on the wrapped `Sql`.
@@ -55,6 +57,7 @@ where
         run,
         opening,
         begun: false,
+        joined,
     };
     let result = body(&mut ex).await;
     if !ex.begun {
@@ -119,6 +122,10 @@ fn js_err(e: napi::Error) -> Error {
 impl Exec for JsExec {
     fn one_session(&self) -> bool {
         false
+    }
+
+    fn in_callers_session(&self) -> bool {
+        self.joined
     }
 
     fn reads_merged_columns(&self) -> bool {
