@@ -4,8 +4,23 @@
 // target) or `{ op: 'begin' | 'commit' | 'rollback' }`, which Rust sends when the unit is a
 // transaction: `begin` opens the user's `sql.tx(fn)` and makes its handle the target until
 // `commit` lets `fn` resolve (the user's tx commits) or `rollback` makes it throw.
+//
+// One unit, one call of `fn`: a `tx` that calls `fn` again (a retry after its COMMIT failed, as
+// Galera advice goes) gets that call refused at once, so that its transaction ends and gives its
+// connection back; `commit` then answers RERUN, and Rust rejects the backend call as a unit that
+// was not committed (src/jsexec.rs).
 
 const ROLLBACK = Symbol('rollback requested by the backend');
+/** The answer to `commit` when the wrapped tx called `fn` again (src/jsexec.rs reads it). */
+const RERUN = '{"rerun":true}';
+
+/** What a second call of `fn` rejects with. */
+function refusal() {
+  return new Error(
+    'iterativeflow: this tx callback was called again (a retry?); a backend unit runs once per Sql.tx call, ' +
+      'so this call is refused and the backend call rejects as not committed (retry the backend call instead)',
+  );
+}
 
 /** JSON replacer for driver rows: BigInt as digits, Buffer (binary-collated text) as UTF-8. */
 function jsonSafe(key, value) {
@@ -26,16 +41,19 @@ function bridge(sql, seen) {
   async function begin() {
     let entered;
     const inside = new Promise((resolve) => (entered = resolve));
-    const state = { done: null, settle: null };
+    const state = { done: null, settle: null, rerun: false };
     state.done = Promise.resolve().then(() =>
-      sql.tx(
-        (t) =>
-          new Promise((resolve, reject) => {
-            target = t;
-            state.settle = { resolve, reject };
-            entered();
-          }),
-      ),
+      sql.tx((t) => {
+        if (state.settle !== null) {
+          state.rerun = true;
+          return Promise.reject(refusal());
+        }
+        return new Promise((resolve, reject) => {
+          target = t;
+          state.settle = { resolve, reject };
+          entered();
+        });
+      }),
     );
     // Nobody may be waiting for it at the moment it settles; end() awaits it.
     state.done.catch(() => undefined);
@@ -51,7 +69,14 @@ function bridge(sql, seen) {
     target = sql;
     if (commit) {
       state.settle.resolve();
-      await state.done;
+      try {
+        await state.done;
+      } catch (e) {
+        // Its first run did not commit (else it would not have run fn again), the second was
+        // refused: the unit is not committed, which Rust reports as such.
+        if (state.rerun) return RERUN;
+        throw e;
+      }
     } else {
       state.settle.reject(ROLLBACK);
       await state.done.catch(() => undefined);
@@ -62,7 +87,7 @@ function bridge(sql, seen) {
     try {
       const { op, q, t, p } = JSON.parse(request);
       if (op === 'begin') await begin();
-      else if (op === 'commit' || op === 'rollback') await end(op === 'commit');
+      else if (op === 'commit' || op === 'rollback') return (await end(op === 'commit')) ?? 'null';
       else if (q) return JSON.stringify((await target.query(t, p)) ?? [], jsonSafe);
       else {
         const r = await target.exec(t, p);

@@ -57,15 +57,14 @@ macro_rules! unit {
         let mode: Mode = $mode;
         let tables = $self.schema.clone();
         let pool = $self.pool.clone();
-        let joined = $self.tx.clone();
         let wrapped_joined = $self.joined;
-        // Counted from now (the JS thread) until it settles, so the caller's commit waits for it.
-        let issued = joined.as_ref().map(|tx| tx.issue());
+        // Issued now (the JS thread): it runs after the caller's calls issued before it, and
+        // the caller's later calls and commit wait for it.
+        let joined = $self.tx.as_ref().map(|tx| tx.issue());
         // Native calls are counted in their pool's metrics (`sql.stats()`).
-        let meter = pool.clone().or_else(|| joined.as_ref().map(|tx| tx.handle()));
+        let meter = pool.clone().or_else(|| joined.as_ref().map(|j| j.tx().handle()));
         $(let $cap = Arc::new($cap);)*
         js::promise($env, async move {
-            let _issued = issued;
             let started = Instant::now();
             let result = match ($via, pool, joined) {
                 (Some(bridge), _, _) => {
@@ -78,8 +77,8 @@ macro_rules! unit {
                     })
                     .await
                 }
-                (None, _, Some(tx)) => {
-                    tx.joined(move |$e| {
+                (None, _, Some(issued)) => {
+                    issued.joined(move |$e| {
                         Box::pin(async move {
                             let $t: &Schema = &tables;
                             $(let $cap = &*$cap;)*

@@ -67,6 +67,13 @@ pub trait Exec: Send {
         true
     }
 
+    /// Whether the unit runs inside a caller's transaction, on the session the caller's own
+    /// statements use (`inTx`): it must then leave that session's state — `LAST_INSERT_ID()` —
+    /// as the caller's last statement left it.
+    fn in_callers_session(&self) -> bool {
+        false
+    }
+
     /// Whether a result column that merges several tables' columns (`UNION ALL`) still reads
     /// as each table's own: true natively, where a cell arrives as bytes or as an integer and the
     /// row codec takes either; a wrapped JS driver converts each cell by the merged column's
@@ -457,6 +464,10 @@ fn one_statement(stmts: &[Stmt]) -> bool {
 }
 
 impl Exec for NativeExec<'_> {
+    fn in_callers_session(&self) -> bool {
+        self.opening == Some(UNIT_SAVEPOINT)
+    }
+
     fn batch(&mut self, stmts: Vec<Stmt>) -> impl Future<Output = Result<Vec<Outcome>>> + Send {
         self.run_batch(stmts)
     }

@@ -24,6 +24,8 @@ pub struct JsExec {
     run: RunFn,
     opening: Opening,
     begun: bool,
+    /// The `Sql` is a handle of the caller's transaction (`inTx`).
+    joined: bool,
 }
 
 /// How a unit starts on the wrapped `Sql`.
@@ -55,13 +57,14 @@ where
         run,
         opening,
         begun: false,
+        joined,
     };
     let result = body(&mut ex).await;
     if !ex.begun {
         return result;
     }
     match (result, opening) {
-        (Ok(v), Opening::Tx) => ex.request(r#"{"op":"commit"}"#.into()).await.map(|_| v),
+        (Ok(v), Opening::Tx) => ex.commit().await.map(|()| v),
         (Ok(v), _) => Ok(v),
         (Err(e), opening) => {
             // The body's error is what the caller needs; a failing rollback adds nothing.
@@ -74,7 +77,26 @@ where
     }
 }
 
+/// The bridge's answer to `commit` when the wrapped `tx` called its function again (see
+/// `lib/bridge.js`).
+const RERUN: &str = r#"{"rerun":true}"#;
+
 impl JsExec {
+    /// Commits the wrapped `tx`. One whose function was called again — a `tx` re-running it
+    /// after its COMMIT failed — committed nothing of the unit (the bridge refused the second
+    /// run): that is a transient failure, the whole call may be re-run.
+    async fn commit(&self) -> Result<()> {
+        let answer = self.request(r#"{"op":"commit"}"#.into()).await?;
+        if answer == RERUN {
+            return Err(Error::Aborted(
+                "the wrapped Sql's tx called its function again (a retry after its COMMIT failed?); \
+                 a backend unit runs once per tx call, so nothing of it was committed: re-run the call"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Sends one request to the bridge and returns its JSON answer text.
     async fn request(&self, req: String) -> Result<String> {
         let promise = self.run.call_async_catch(req).await.map_err(js_err)?;
@@ -119,6 +141,10 @@ fn js_err(e: napi::Error) -> Error {
 impl Exec for JsExec {
     fn one_session(&self) -> bool {
         false
+    }
+
+    fn in_callers_session(&self) -> bool {
+        self.joined
     }
 
     fn reads_merged_columns(&self) -> bool {

@@ -12,6 +12,7 @@ use crate::js;
 use crate::literal;
 use crate::params::{self, Param};
 use crate::rows::UserRows;
+use crate::turns::{Turn, Turns};
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Pool, Row};
 use napi::bindgen_prelude::*;
@@ -333,7 +334,7 @@ impl NativeSql {
                         conn: Some(conn),
                         ended_by: None,
                     }),
-                    pending: Pending::default(),
+                    turns: Turns::default(),
                     handle,
                 }),
             })
@@ -395,7 +396,9 @@ impl NativeSql {
 
 /// One open transaction on one connection; `lib/sql.js` wraps it as the `Sql` given to `tx(fn)`.
 ///
-/// `COMMIT` is sent only after every statement issued before it has finished, and only when none
+/// Its calls reach the connection in the order they were issued (`Turns`), whether or not the
+/// caller awaited each one before issuing the next. `COMMIT` is sent only after every statement
+/// issued before it has finished, and only when none
 /// of them ended the transaction (a deadlock or Galera abort rolls the whole transaction back on
 /// the server, a lost connection or a timeout leaves it unknown): committing then would store
 /// the statements that followed on their own, so `commit()` rolls back and rejects instead.
@@ -406,7 +409,8 @@ pub struct NativeTx {
 
 pub struct TxInner {
     state: Mutex<TxState>,
-    pending: Pending,
+    /// The order calls were issued in, which is the order they run in.
+    turns: Turns,
     handle: Arc<PoolHandle>,
 }
 
@@ -417,39 +421,25 @@ struct TxState {
     ended_by: Option<Error>,
 }
 
-/// Statements and joined backend calls issued but not finished; `commit()` waits for zero.
-#[derive(Default)]
-struct Pending {
-    count: std::sync::atomic::AtomicUsize,
-    idle: tokio::sync::Notify,
+/// A call issued in a transaction: its place in the transaction's queue.
+pub struct Issued {
+    tx: Arc<TxInner>,
+    turn: Turn,
 }
 
-/// One issued call, counted in `Pending` until dropped.
-pub struct PendingCall(Arc<TxInner>);
+impl Issued {
+    /// The transaction it was issued in.
+    pub fn tx(&self) -> &Arc<TxInner> {
+        &self.tx
+    }
 
-impl Drop for PendingCall {
-    fn drop(&mut self) {
-        self.0.pending.leave();
-    }
-}
-
-impl Pending {
-    fn enter(&self) {
-        self.count.fetch_add(1, Ordering::AcqRel);
-    }
-    fn leave(&self) {
-        if self.count.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.idle.notify_waiters();
-        }
-    }
-    async fn drained(&self) {
-        loop {
-            let idle = self.idle.notified();
-            if self.count.load(Ordering::Acquire) == 0 {
-                return;
-            }
-            idle.await;
-        }
+    /// Runs a backend unit in its turn (see `TxInner::joined`).
+    pub async fn joined<T, F>(self, body: F) -> Result<T>
+    where
+        F: for<'a, 'b> FnOnce(&'a mut exec::NativeExec<'b>) -> exec::BoxFut<'a, T>,
+    {
+        self.turn.wait().await;
+        self.tx.joined(body).await
     }
 }
 
@@ -459,17 +449,20 @@ impl TxInner {
         self.handle.clone()
     }
 
-    /// Counts a call issued now (on the JS thread) until the returned guard is dropped.
-    pub fn issue(self: &Arc<Self>) -> PendingCall {
-        self.pending.enter();
-        PendingCall(self.clone())
+    /// A call issued now (on the JS thread): it runs after every call issued before it, and the
+    /// calls issued after it (`commit()` too) wait until it is done.
+    pub fn issue(self: &Arc<Self>) -> Issued {
+        Issued {
+            tx: self.clone(),
+            turn: self.turns.take(),
+        }
     }
 
-    /// Runs a backend unit inside this transaction (`inTx`): on its connection, after the
-    /// statements issued before it, opening with a savepoint. A unit that fails goes back to
+    /// Runs a backend unit inside this transaction (`inTx`), in its turn (`Issued::joined`): on
+    /// its connection, after the calls issued before it, opening with a savepoint. A unit that fails goes back to
     /// its savepoint, so the caller's transaction holds nothing of it and may still commit;
     /// one whose failure ended the transaction (a deadlock, a lost connection) ends it here too.
-    pub async fn joined<T, F>(&self, body: F) -> Result<T>
+    async fn joined<T, F>(&self, body: F) -> Result<T>
     where
         F: for<'a, 'b> FnOnce(&'a mut exec::NativeExec<'b>) -> exec::BoxFut<'a, T>,
     {
@@ -507,7 +500,8 @@ impl TxInner {
         }
     }
 
-    async fn run(&self, sql: String, params: Vec<Param>) -> Result<Outcome> {
+    async fn run(&self, turn: Turn, sql: String, params: Vec<Param>) -> Result<Outcome> {
+        turn.wait().await;
         let mut st = self.state.lock().await;
         if let Some(e) = &st.ended_by {
             return Err(ended_early(e));
@@ -520,11 +514,11 @@ impl TxInner {
         result.map_err(|e| self.handle.redact(e))
     }
 
-    /// Ends the transaction with `want` (`COMMIT` / `ROLLBACK`) once the statements issued
-    /// before it are done; a transaction an earlier failure ended is rolled back instead, and a
-    /// commit of it rejects.
-    async fn finish(&self, want: &str) -> Result<()> {
-        self.pending.drained().await;
+    /// Ends the transaction with `want` (`COMMIT` / `ROLLBACK`) in its turn, once the calls
+    /// issued before it are done; a transaction an earlier failure ended is rolled back instead,
+    /// and a commit of it rejects.
+    async fn finish(&self, turn: Turn, want: &str) -> Result<()> {
+        turn.wait().await;
         let mut st = self.state.lock().await;
         let ended_by = st.ended_by.take();
         let committing = want == "COMMIT";
@@ -558,8 +552,8 @@ fn ended_early(first: &Error) -> Error {
 }
 
 impl NativeTx {
-    /// Runs a user statement on this transaction's connection, counted as pending from the
-    /// moment it is issued (on the JS thread) until it has finished.
+    /// Runs a user statement on this transaction's connection, in the turn it takes when it is
+    /// issued (on the JS thread).
     fn runner(
         &self,
     ) -> impl FnOnce(
@@ -570,12 +564,8 @@ impl NativeTx {
         let inner = self.inner.clone();
         // Called by `spawn_statement` on the JS thread once the parameters were accepted.
         move |text, params| {
-            let issued = inner.issue();
-            Box::pin(async move {
-                let result = inner.run(text, params).await;
-                drop(issued);
-                result
-            })
+            let turn = inner.turns.take();
+            Box::pin(async move { inner.run(turn, text, params).await })
         }
     }
 
@@ -585,7 +575,9 @@ impl NativeTx {
         want: &'static str,
     ) -> napi::Result<PromiseRaw<'env, ()>> {
         let inner = self.inner.clone();
-        js::promise(env, async move { inner.finish(want).await })
+        // Taken now, so that it waits for exactly the calls issued before it.
+        let turn = inner.turns.take();
+        js::promise(env, async move { inner.finish(turn, want).await })
     }
 }
 

@@ -323,12 +323,13 @@ pub async fn load_run_rows<E: Exec>(e: &mut E, t: &Schema, ids: &[String]) -> Re
 /// UPDATE that hands its result back through `LAST_INSERT_ID(expr)` (shifted, as in
 /// `markRunning`), so no transaction and no re-read are needed natively; a wrapped `Sql` runs
 /// the re-read too, in the same transaction, for when its driver does not report `insertId`.
+/// Inside a caller's transaction only the re-read answers (see `handed_back`).
 pub async fn arrive_at_join<E: Exec>(e: &mut E, t: &Schema, parent: &str) -> Result<Option<i64>> {
     let update = Stmt::exec(
         format!(
-            "UPDATE {} FORCE INDEX (PRIMARY) SET join_remaining = \
-             CAST(LAST_INSERT_ID(join_remaining - 1 + {SHIFT}) AS SIGNED) - {SHIFT} WHERE id = ?",
-            t.run
+            "UPDATE {} FORCE INDEX (PRIMARY) SET join_remaining = {} WHERE id = ?",
+            t.run,
+            handed_back(e, "join_remaining - 1")
         ),
         vec![s(parent)],
     );
@@ -339,7 +340,7 @@ pub async fn arrive_at_join<E: Exec>(e: &mut E, t: &Schema, parent: &str) -> Res
             &["join_remaining"],
         )
     };
-    let mut out = if e.one_session() {
+    let mut out = if e.one_session() && !e.in_callers_session() {
         e.batch(vec![update]).await?
     } else {
         e.batch(vec![update, read()]).await?
@@ -347,7 +348,7 @@ pub async fn arrive_at_join<E: Exec>(e: &mut E, t: &Schema, parent: &str) -> Res
     if out[0].affected == 0 {
         return Ok(None);
     }
-    if let Some(n) = shifted(&out) {
+    if let Some(n) = shifted(e, &out) {
         return Ok(Some(n));
     }
     // No id in the OK packet (a driver that does not report it): the re-read answers.
@@ -388,11 +389,25 @@ pub async fn post_signal<E: Exec>(
 /// representable and above zero.
 const SHIFT: i64 = 1 << 32;
 
+/// The SQL that sets a column to `expr` and hands the new value back through the OK packet
+/// (`LAST_INSERT_ID(expr)`, shifted) — except inside a caller's transaction (`inTx`), whose
+/// session's `LAST_INSERT_ID()` belongs to the caller: there it is plain `expr`, and the unit
+/// reads the row back instead (its UPDATE holds the row lock until the caller's transaction
+/// ends, so no other writer can slip in between).
+fn handed_back(e: &impl Exec, expr: &str) -> String {
+    if e.in_callers_session() {
+        expr.to_string()
+    } else {
+        format!("CAST(LAST_INSERT_ID({expr} + {SHIFT}) AS SIGNED) - {SHIFT}")
+    }
+}
+
 /// `markRunning`: bump attempts unless terminal, without a transaction. The UPDATE is atomic and
 /// hands its new `attempts` back through `LAST_INSERT_ID(expr)` in its OK packet, so no other
 /// writer can slip in between write and read. Only when it matched nothing (terminal or unknown
 /// run) is the current row read — natively as a second round trip, so the common case is one
-/// statement.
+/// statement. Inside a caller's transaction the row is always read, in the same round trip
+/// (see `handed_back`).
 pub async fn mark_running<E: Exec>(e: &mut E, t: &Schema, run_id: &str) -> Result<i64> {
     // 3.0 reads rows strictly: a run whose status is not a known one is not bumped (the read
     // below then reports it).
@@ -403,10 +418,10 @@ pub async fn mark_running<E: Exec>(e: &mut E, t: &Schema, run_id: &str) -> Resul
     };
     let update = Stmt::exec(
         format!(
-            "UPDATE {} FORCE INDEX (PRIMARY) SET status = 'running', \
-             attempts = CAST(LAST_INSERT_ID(attempts + 1 + {SHIFT}) AS SIGNED) - {SHIFT} \
+            "UPDATE {} FORCE INDEX (PRIMARY) SET status = 'running', attempts = {} \
              WHERE id = ? AND {live}",
-            t.run
+            t.run,
+            handed_back(e, "attempts + 1")
         ),
         vec![s(run_id)],
     );
@@ -415,15 +430,15 @@ pub async fn mark_running<E: Exec>(e: &mut E, t: &Schema, run_id: &str) -> Resul
         vec![s(run_id)],
         &["attempts", "status"],
     );
-    let (count, rows) = if e.one_session() {
+    let (count, rows) = if e.one_session() && !e.in_callers_session() {
         let out = e.batch(vec![update]).await?;
-        match shifted(&out) {
+        match shifted(e, &out) {
             Some(n) => (Some(n), Vec::new()),
             None => (None, e.batch(vec![read]).await?),
         }
     } else {
         let mut out = e.batch(vec![update, read]).await?;
-        (shifted(&out), out.split_off(1))
+        (shifted(e, &out), out.split_off(1))
     };
     if let Some(n) = count {
         return Ok(n);
@@ -437,8 +452,12 @@ pub async fn mark_running<E: Exec>(e: &mut E, t: &Schema, run_id: &str) -> Resul
 }
 
 /// The value a shifted `LAST_INSERT_ID(expr)` UPDATE (first outcome) wrote, when it matched
-/// one row and its OK packet carried the id.
-fn shifted(out: &[Outcome]) -> Option<i64> {
+/// one row and its OK packet carried the id; never inside a caller's transaction, whose UPDATE
+/// hands nothing back (`handed_back`).
+fn shifted(e: &impl Exec, out: &[Outcome]) -> Option<i64> {
+    if e.in_callers_session() {
+        return None;
+    }
     out.first()
         .filter(|o| o.affected == 1 && o.insert_id > 0)
         .and_then(|o| i64::try_from(o.insert_id).ok())
