@@ -19,6 +19,7 @@ export const { values: argv } = parseArgs({
     'no-chart': { type: 'boolean', default: false },
     chart: { type: 'string', default: join(here, 'results.svg') },
     results: { type: 'string', default: join(here, 'results.json') },
+    readme: { type: 'string', default: join(here, '..', 'README.md') },
   },
   allowPositionals: false,
 });

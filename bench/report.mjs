@@ -1,5 +1,6 @@
 // The report: the header, the tables on stdout (main, detail, flows, digests, failures), and the
-// files - the raw numbers (--json), results.json and the chart drawn from it (bench/chart.mjs).
+// files - the raw numbers (--json), results.json, the chart drawn from it (bench/chart.mjs) and
+// the README's figures table rendered from it (bench/summary.mjs).
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 
@@ -8,6 +9,7 @@ import { bench } from './context.mjs';
 import { digestInfo } from './digests.mjs';
 import { COUNT_FRACTION, DIGESTS_TOP, FLOW_REPS, FLOW_RUNS, IDLE_MS, REPS, SCALE, SOCKET, argv } from './options.mjs';
 import { commitsLabel } from './sampling.mjs';
+import { writeSummary } from './summary.mjs';
 
 export const fmt = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
 export const fmtRate = (x) => (Number.isFinite(x) ? (x >= 100 ? x.toFixed(0) : x.toFixed(1)) : 'n/a');
@@ -191,7 +193,10 @@ export function printTables(results, scenarios, failures) {
   }
 }
 
-/** --json (every repetition), and unless --no-chart results.json and the chart, when flows ran. */
+/**
+ * --json (every repetition), and unless --no-chart results.json, the chart and the README's
+ * figures table, when flows ran.
+ */
 export function writeOutputs(results) {
   const [{ model }] = cpus();
   const flows = results.filter((r) => r.kind === 'flow');
@@ -278,5 +283,13 @@ export function writeOutputs(results) {
     // Drawn from exactly what results.json holds (bench/chart.test.mjs checks that they match).
     writeFileSync(argv.chart, renderChart(JSON.parse(text)));
     console.log(`\nchart: ${argv.chart} (numbers: ${argv.results})`);
+    // The front page's table, from the same text (__test__/package/readme.test.mjs checks it).
+    try {
+      writeSummary(argv.readme, JSON.parse(text));
+      console.log(`figures table: ${argv.readme}`);
+    } catch (e) {
+      console.error(`figures table not written (${argv.readme}): ${e.message}`);
+      process.exitCode = 1;
+    }
   }
 }

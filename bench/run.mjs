@@ -7,7 +7,7 @@
 //
 // Usage: node bench/run.mjs [--only <substring>]... [--reps N] [--impl seed|native|both]
 //                           [--json <file>] [--list] [--no-count] [--no-chart]
-//                           [--chart <svg>] [--results <json>]
+//                           [--chart <svg>] [--results <json>] [--readme <md>]
 // Env:   BENCH_SCALE (default 1; 0.1 for a quick smoke run), BENCH_REPS (default 3),
 //        BENCH_OPS (micro-op count at scale 1, default 1000), BENCH_DRAIN_RUNS (default 2000),
 //        BENCH_CLAIM_JOBS (default 1000), BENCH_CONCURRENCY (default 16),
@@ -28,7 +28,8 @@
 //
 // The parts: options.mjs (options), context.mjs (server, database, connections), impls.mjs (the two
 // implementations), scenarios/ (what is measured), execute.mjs (measuring), sampling.mjs and
-// digests.mjs (counters, CPU, statement digests), report.mjs (tables, results.json, the chart).
+// digests.mjs (counters, CPU, statement digests), report.mjs (tables, results.json, the chart, the
+// README's figures table through summary.mjs).
 import { performance } from 'node:perf_hooks';
 
 import { bench, cleanup, openCountingProxy, openServer, readServerVersion } from './context.mjs';

@@ -70,7 +70,7 @@ pub fn check_columns(columns: &[Column]) -> Result<()> {
             message: format!(
                 "column {} arrived in character set {} instead of utf8mb4: the session's \
                  character set was changed, which this pool does not follow; the connection \
-                 was closed (keep connections in utf8mb4, see README)",
+                 was closed (keep connections in utf8mb4, see docs/configuration.md)",
                 c.name_str(),
                 Collation::resolve(CollationId::from(c.character_set())).charset()
             ),
