@@ -41,16 +41,17 @@ function contractOf(opts, fallback) {
 /**
  * The backend over `sql`; `defaultContract` is what an absent `opts.contract` means (the main
  * entry: 2.0.0-alpha.2; the `/v3` entry: 3.0.0). `joined`: `sql` is a handle of the caller's
- * transaction (inTx), so every unit runs behind a savepoint inside it.
+ * transaction (inTx), so every unit runs behind a savepoint inside it; `turn(send)`, given with
+ * it over a wrapped `Sql`, keeps each call in its place among the caller's statements.
  */
-function backendOf(sql, opts, defaultContract, joined = false) {
+function backendOf(sql, opts, defaultContract, joined = false, turn = undefined) {
   if (opts === null || typeof opts !== 'object') throw c.typeError('createMysqlBackend: opts must be an object');
   const prefix = opts.prefix === undefined ? '' : opts.prefix;
   if (typeof prefix !== 'string') throw c.typeError('createMysqlBackend: opts.prefix must be a string');
   binding.tableNames(prefix); // throws a TypeError naming a bad prefix
   const contract = contractOf(opts, defaultContract);
   const { newId, tokenIds } = idSources(opts.id);
-  const call = createCaller(sql, prefix, contract, joined);
+  const call = createCaller(sql, prefix, contract, joined, turn);
   return {
     store: createStore(call, newId, contract),
     queue: createQueue(call, tokenIds, contract),

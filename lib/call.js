@@ -10,9 +10,10 @@ const { nativeOf, nativeTxOf } = require('./sql');
 
 /**
  * `call(method, build)`: `build()` returns the native method's arguments (or throws). `joined`:
- * `sql` is a handle of a transaction the caller holds (inTx).
+ * `sql` is a handle of a transaction the caller holds (inTx); `turn(send)` then orders a wrapped
+ * call among the caller's statements (lib/intx.js).
  */
-function createCaller(sql, prefix, contract, joined = false) {
+function createCaller(sql, prefix, contract, joined = false, turn = (send) => send()) {
   const native = nativeOf(sql);
   const nativeTx = nativeTxOf(sql);
   let run;
@@ -29,12 +30,13 @@ function createCaller(sql, prefix, contract, joined = false) {
     }
     const nb = binding.NativeBackend.wrapped(prefix, contract, joined);
     // The caller's own driver error (with its code/errno) is rethrown, not Rust's copy of it.
-    run = (method, args) => {
-      const seen = { error: undefined };
-      return nb[method](...args, bridge(sql, seen)).catch((e) => {
-        throw seen.error !== undefined ? seen.error : e;
+    run = (method, args) =>
+      turn(() => {
+        const seen = { error: undefined };
+        return nb[method](...args, bridge(sql, seen)).catch((e) => {
+          throw seen.error !== undefined ? seen.error : e;
+        });
       });
-    };
   }
   return (method, build) => {
     let args;

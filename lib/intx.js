@@ -26,6 +26,28 @@ function sqlOf(x) {
   throw c.typeError('inTx: expected mysqlPool(...), an Sql (query/exec/tx) or a mysql2 pool');
 }
 
+/**
+ * Issue order over a wrapped `Sql` (the native path keeps it in Rust): the caller's statements on
+ * `tx` and the backend's calls take turns on one chain, each sent once the one before settled, so
+ * a unit's statements (which reach the bridge only after a trip through Rust) never fall behind a
+ * statement the caller issued after it. The backend's own statements use `tx` itself.
+ */
+function inIssueOrder(tx) {
+  let last = Promise.resolve();
+  const turn = (send) => {
+    const p = last.then(send);
+    last = p.then(
+      () => undefined,
+      () => undefined,
+    );
+    return p;
+  };
+  const handle = Object.create(tx);
+  handle.query = (text, params) => turn(() => tx.query(text, params));
+  handle.exec = (text, params) => turn(() => tx.exec(text, params));
+  return { handle, turn };
+}
+
 /** inTx with `fallback` as the contract an absent `opts.contract` means. */
 function inTxOf(poolOrSql, fn, opts, fallback) {
   let sql;
@@ -35,7 +57,12 @@ function inTxOf(poolOrSql, fn, opts, fallback) {
   } catch (e) {
     return Promise.reject(e);
   }
-  return sql.tx((tx) => fn(backendOf(tx, c.absent(opts) ? {} : opts, fallback, true), tx));
+  const o = c.absent(opts) ? {} : opts;
+  if (isNative(sql)) return sql.tx((tx) => fn(backendOf(tx, o, fallback, true), tx));
+  return sql.tx((tx) => {
+    const { handle, turn } = inIssueOrder(tx);
+    return fn(backendOf(tx, o, fallback, true, turn), handle);
+  });
 }
 
 /** `inTx(poolOrSql, fn, opts?)`, defaulting to the 2.0.0-alpha.2 contract. */

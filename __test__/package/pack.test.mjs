@@ -332,8 +332,12 @@ test('npm pack of the root lists only what users need', () => {
     ...libJs,
     ...bins,
   ];
-  // docs/contract.md goes along: README links to it.
-  const optional = ['README.md', 'CHANGELOG.md', 'LICENSE', 'LICENSE.md', 'LICENSE.txt', 'docs/contract.md'];
+  // docs/ goes along: README links to its pages.
+  const docs = fs
+    .readdirSync(path.join(root, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`);
+  const optional = ['README.md', 'CHANGELOG.md', 'LICENSE', 'LICENSE.md', 'LICENSE.txt', ...docs];
   for (const f of required) assert.ok(files.includes(f), `${f} is missing from the tarball`);
   for (const f of optional) {
     if (fs.existsSync(path.join(root, f))) assert.ok(files.includes(f), `${f} exists but is not packed`);

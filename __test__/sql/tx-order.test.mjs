@@ -11,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { useDatabase } from './helpers.mjs';
+import { wrapSql } from '../reliability/roundtrip.mjs';
 import { inTxTrials, prepare, sqlTxTrials } from './fixtures/tx-order.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -47,6 +48,10 @@ test(`sql.tx: ${TRIALS} transactions of ten un-awaited statements run in issue o
 
 test(`inTx: ${TRIALS} transactions mixing statements and backend units run in issue order`, TO, async () => {
   assert.deepEqual(await inTxTrials(ctx.sql, TRIALS, 0), []);
+});
+
+test(`inTx over a wrapped Sql: ${TRIALS} such transactions run in issue order`, TO, async () => {
+  assert.deepEqual(await inTxTrials(wrapSql(ctx.sql), TRIALS, 2_000_000), []);
 });
 
 test('with four tokio workers (a child process) both stay in issue order', TO, async () => {
