@@ -71,6 +71,9 @@ pub struct PoolStats {
     pub deadlock_retries: f64,
     /// Statements sent by the backend's executors.
     pub statements: f64,
+    /// Single statements sent as text instead of prepared because the server's
+    /// `max_prepared_stmt_count` was used up (ER 1461).
+    pub prepared_fallbacks: f64,
     /// Connections: open, idle in the pool, in use, and calls waiting for one.
     pub pool: ConnectionStats,
     /// Per port method called at least once: `{ calls, errors: { argument, server, connection,
@@ -96,11 +99,12 @@ pub struct NativeSql {
 }
 
 fn convert_params(params: Option<Vec<Unknown>>) -> Result<Vec<Param>> {
+    let mut budget = params::MAX_VALUES;
     params
         .unwrap_or_default()
         .iter()
         .enumerate()
-        .map(|(i, p)| params::convert(p, &format!("params[{i}]"), 0))
+        .map(|(i, p)| params::convert(p, &format!("params[{i}]"), 0, &mut budget))
         .collect()
 }
 
@@ -119,9 +123,16 @@ async fn run_bounded(
     params: &[Param],
 ) -> Result<Outcome> {
     let text = render(conn, sql, params)?;
-    let marks = exec::marks([text.as_str()]);
     let id = conn.id();
-    handle.bounded(id, marks, run_text(conn, text)).await
+    let tag = handle.tags.round_trip(id);
+    exec::fits(
+        std::slice::from_ref(&text),
+        &tag,
+        exec::packet_limit(handle),
+    )?;
+    let sent = exec::tagged(&tag, &text);
+    drop(text);
+    handle.bounded(id, &tag, run_text(conn, sent)).await
 }
 
 /// Runs one rendered user statement text and returns the first result set.
@@ -240,6 +251,8 @@ impl NativeSql {
                 round_trips: AtomicU64::new(0),
                 metrics: Default::default(),
                 max_packet: AtomicU64::new(0),
+                tags: Default::default(),
+                prepared_fallbacks: AtomicU64::new(0),
             }),
             closed: Arc::new(AtomicBool::new(false)),
             describe,
@@ -331,6 +344,7 @@ impl NativeSql {
             round_trips: h.round_trips.load(Ordering::Relaxed) as f64,
             deadlock_retries: h.retries.load(Ordering::Relaxed) as f64,
             statements: h.metrics.statements.load(Ordering::Relaxed) as f64,
+            prepared_fallbacks: h.prepared_fallbacks.load(Ordering::Relaxed) as f64,
             pool: ConnectionStats {
                 open: gauge(&pool.connection_count),
                 idle: gauge(&pool.connections_in_pool),

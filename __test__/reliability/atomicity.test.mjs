@@ -32,7 +32,8 @@ const QUERY_TIMEOUT_MS = 5000;
 const CALL_BOUND_MS = QUERY_TIMEOUT_MS + 3000; // a reset rejects at once; this only catches hangs
 const SESSION_GONE_MS = 10_000;
 const MAX_HUNG = 3; // stop a method's trials after this many calls that never settled
-const COMMIT = /^\s*COMMIT\b/i;
+// Every statement the native pool sends starts with its process-list tag (a comment).
+const COMMIT = /^\s*(\/\*[^*]*\*\/\s*)?COMMIT\b/i;
 const T = Date.parse('2030-01-01T00:00:00Z');
 
 let proxy;
