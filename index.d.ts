@@ -78,6 +78,11 @@ export interface PoolStats {
   deadlockRetries: number;
   /** Statements sent by the backend's executors. */
   statements: number;
+  /**
+   * Single statements sent as text instead of prepared because the server's
+   * `max_prepared_stmt_count` was used up (error 1461, possibly by another client).
+   */
+  preparedFallbacks: number;
   /** The pool's connections right now, and calls waiting for one. */
   pool: { open: number; idle: number; inUse: number; waiters: number };
   /** Per port method called at least once (native backends on this pool). */

@@ -115,9 +115,23 @@ function obj(v, name) {
   return v;
 }
 
-function arr(v, name) {
-  if (!Array.isArray(v)) throw typeError(`${name} must be an array, got ${typeName(v)}`);
+/**
+ * The most items a list argument of a backend method may hold. Far above any real call (a unit
+ * of work that large would fill a max_allowed_packet and take minutes), and checked before the
+ * list is walked or handed to Rust, whose conversion allocates room for `length` items at once:
+ * a sparse `new Array(2 ** 32 - 1)` would otherwise abort the process.
+ */
+const MAX_ITEMS = 1_000_000;
+
+/** Refuses an array longer than `max` before anything walks or converts it. */
+function bounded(v, name, max) {
+  if (v.length > max) throw rangeError(`${name} has ${v.length} items, at most ${max} are accepted`);
   return v;
+}
+
+function arr(v, name, max = MAX_ITEMS) {
+  if (!Array.isArray(v)) throw typeError(`${name} must be an array, got ${typeName(v)}`);
+  return bounded(v, name, max);
 }
 
 function oneOf(v, allowed, name) {
@@ -147,5 +161,7 @@ module.exports = {
   json,
   obj,
   arr,
+  bounded,
+  MAX_ITEMS,
   oneOf,
 };

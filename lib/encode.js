@@ -103,7 +103,7 @@ function outboxOf(fx, name, { v3 = false } = {}) {
 /** A status filter: one status or a non-empty list of them. */
 function statusList(s, name) {
   if (s === undefined) return undefined;
-  const list = Array.isArray(s) ? [...s] : [s];
+  const list = Array.isArray(s) ? [...c.arr(s, name)] : [s];
   if (list.length === 0) throw c.typeError(`listRuns: ${name} is an empty list`);
   list.forEach((x, i) => c.oneOf(x, RUN_STATUSES, `${name}[${i}]`));
   return list;

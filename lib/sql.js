@@ -37,7 +37,7 @@ function sslFrom(v, name) {
     throw fail(`${name}: unknown TLS setting ${JSON.stringify(v)}`);
   }
   if (typeof v !== 'object') throw fail(`${name} must be a boolean or an object`);
-  const ca = Array.isArray(v.ca) ? v.ca.map(String).join('\n') : v.ca;
+  const ca = Array.isArray(v.ca) ? c.arr(v.ca, `${name}.ca`).map(String).join('\n') : v.ca;
   return {
     ca: ca === undefined ? undefined : Buffer.isBuffer(ca) ? ca.toString('utf8') : optStr(ca, `${name}.ca`),
     caPath: optStr(v.caPath, `${name}.caPath`),
@@ -144,11 +144,18 @@ function stripUndefined(o) {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 }
 
+/**
+ * The most values one statement's parameters may hold (src/params.rs, MAX_VALUES): checked here
+ * for the top-level list, which napi converts (allocating room for `length` values) before
+ * Rust can look at it; Rust checks the nested lists against the same bound.
+ */
+const MAX_PARAM_VALUES = 2 ** 24;
+
 /** Shapes user params: arrays stay arrays (expanded for IN (?)), everything else passes through. */
 function paramsOf(params) {
   if (params === undefined || params === null) return undefined;
   if (!Array.isArray(params)) throw c.typeError('params must be an array');
-  return params;
+  return c.bounded(params, 'params', MAX_PARAM_VALUES);
 }
 
 /** Calls `fn`, turning a synchronous throw into a rejected promise. */
@@ -265,7 +272,7 @@ class MysqlSql {
     return this.#closing !== null;
   }
   /**
-   * Counters of the backend's executors: `{ roundTrips, deadlockRetries, statements, pool: { open,
+   * Counters of the backend's executors: `{ roundTrips, deadlockRetries, statements, preparedFallbacks, pool: { open,
    * idle, inUse, waiters }, methods: { <method>: { calls, errors, p50Ms, p90Ms, p99Ms } } }`.
    */
   stats() {

@@ -45,7 +45,7 @@ pub struct PoolConfig {
 pub struct SslConfig {
     /// Path of a PEM CA bundle to trust.
     pub ca_path: Option<String>,
-    /// PEM CA certificate text (as mysql2's `ssl.ca`), written to a temp file for the driver.
+    /// PEM CA certificate text (as mysql2's `ssl.ca`), handed to the driver in memory.
     pub ca: Option<String>,
     /// Verify the server certificate chain (default true).
     pub reject_unauthorized: Option<bool>,
@@ -188,24 +188,21 @@ fn ssl_opts(ssl: &SslConfig) -> Result<SslOpts> {
     let verify = ssl.reject_unauthorized.unwrap_or(true);
     o = o.with_danger_accept_invalid_certs(!verify);
     o = o.with_danger_skip_domain_validation(!ssl.verify_identity.unwrap_or(verify));
-    let ca_path = match (&ssl.ca_path, &ssl.ca) {
-        (Some(p), _) => Some(std::path::PathBuf::from(p)),
-        (None, Some(pem)) => {
-            let path = std::env::temp_dir().join(format!("ifw-ca-{}.pem", uuid::Uuid::new_v4()));
-            std::fs::write(&path, pem)
-                .map_err(|e| Error::Invalid(format!("mysqlPool: cannot stage ssl.ca: {e}")))?;
-            Some(path)
+    // PEM text goes to the driver in memory: a temp file would outlive the pool (one per pool
+    // ever built) and put the CA where other local users may replace it.
+    match (&ssl.ca_path, &ssl.ca) {
+        (Some(p), _) => {
+            let p = std::path::PathBuf::from(p);
+            if !p.exists() {
+                return Err(Error::Invalid(format!(
+                    "mysqlPool: ssl CA file {} does not exist",
+                    p.display()
+                )));
+            }
+            o = o.with_root_certs(vec![p.into()]);
         }
-        (None, None) => None,
-    };
-    if let Some(p) = ca_path {
-        if !p.exists() {
-            return Err(Error::Invalid(format!(
-                "mysqlPool: ssl CA file {} does not exist",
-                p.display()
-            )));
-        }
-        o = o.with_root_certs(vec![p.into()]);
+        (None, Some(pem)) => o = o.with_root_certs(vec![pem.clone().into_bytes().into()]),
+        (None, None) => {}
     }
     Ok(o)
 }

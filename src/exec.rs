@@ -110,21 +110,61 @@ pub struct PoolHandle {
     /// Per port method calls, errors and latencies; statements sent.
     pub metrics: crate::metrics::Metrics,
     pub max_packet: AtomicU64,
+    /// What identifies our statements to the session killer.
+    pub tags: Tags,
+    /// Single statements sent as text because the server could not prepare more statements.
+    pub prepared_fallbacks: AtomicU64,
 }
 
 /// How many times a unit of work is run at most before a transient error surfaces.
 pub const MAX_TX_ATTEMPTS: u32 = 8;
 
-/// How many leading characters of a statement identify it in the server's process list.
-const MARK_CHARS: usize = 48;
+/// The comments that identify our statements in the server's process list.
+///
+/// Every statement we send starts with `/*ifw:<pool>:<connection>[:<round trip>]*/`, which
+/// `information_schema.PROCESSLIST.INFO` shows as sent (MariaDB shows each statement of a
+/// multi-statement text on its own, MySQL the text from the current statement on; both keep a
+/// leading comment). The session killer kills a session only when its statement starts with the
+/// tag of the round trip that timed out: the pool's random nonce makes it ours beyond doubt
+/// (another client's session with the same id on another server behind a load balancer never
+/// carries it), the round-trip number makes it this round trip (not another of our
+/// connections that happens to have the same id on another server). Prepared statements carry
+/// the connection's tag without a round-trip number, so that each connection prepares a
+/// statement once. Nothing else (user variables, connection attributes) is visible to another
+/// session on every MariaDB and MySQL server.
+pub struct Tags {
+    nonce: u64,
+    next: AtomicU64,
+}
 
-/// The leading characters of each statement, as `information_schema.PROCESSLIST.INFO` shows the
-/// one a session is running; taken before a round trip owns the texts.
-pub fn marks<'a>(statements: impl IntoIterator<Item = &'a str>) -> Vec<String> {
-    statements
-        .into_iter()
-        .map(|s| s.chars().take(MARK_CHARS).collect())
-        .collect()
+impl Default for Tags {
+    fn default() -> Self {
+        Tags {
+            nonce: uuid::Uuid::new_v4().as_u64_pair().0,
+            next: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Tags {
+    /// The tag of one text round trip on connection `conn_id`.
+    pub fn round_trip(&self, conn_id: u32) -> String {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        format!("/*ifw:{:016x}:{conn_id}:{n}*/ ", self.nonce)
+    }
+
+    /// The tag of the prepared statements of connection `conn_id`.
+    pub fn connection(&self, conn_id: u32) -> String {
+        format!("/*ifw:{:016x}:{conn_id}*/ ", self.nonce)
+    }
+}
+
+/// `text` as sent: starting with `tag`.
+pub fn tagged(tag: &str, text: &str) -> String {
+    let mut out = String::with_capacity(tag.len() + text.len());
+    out.push_str(tag);
+    out.push_str(text);
+    out
 }
 
 /// How long closing a discarded connection may take (its socket may be black-holed).
@@ -155,14 +195,15 @@ impl PoolHandle {
         }
     }
 
-    /// Awaits one round trip on connection `conn_id` carrying the statements `marks` identify
-    /// (see `marks`), bounded by
-    /// `queryTimeoutMs`. On expiry the server is asked (best effort) to kill that session, so
-    /// that it stops working and releases its locks; the caller must discard the connection.
+    /// Awaits one round trip on connection `conn_id` whose statements start with `tag` (see
+    /// `Tags`), bounded by `queryTimeoutMs`. On expiry the server is asked (best effort) to kill
+    /// that session, so that it stops working and releases its locks — a statement waiting on a
+    /// lock would otherwise apply once it gets it, after the caller was told it failed; the
+    /// caller must discard the connection.
     pub async fn bounded<T>(
         self: &Arc<Self>,
         conn_id: u32,
-        marks: Vec<String>,
+        tag: &str,
         round_trip: impl Future<Output = Result<T>>,
     ) -> Result<T> {
         let Some(limit) = self.query_timeout else {
@@ -171,7 +212,7 @@ impl PoolHandle {
         match tokio::time::timeout(limit, round_trip).await {
             Ok(r) => r,
             Err(_) => {
-                self.kill_later(conn_id, marks);
+                self.kill_later(conn_id, tag.trim_end().to_string());
                 Err(Error::Timeout(format!(
                     "no answer from the server within {} ms (queryTimeoutMs); the connection was closed",
                     limit.as_millis()
@@ -182,10 +223,10 @@ impl PoolHandle {
 
     /// Kills session `conn_id` in the background, bounded, from a connection of its own (a
     /// pooled one would wait behind the same silent network and hold a pool slot). Only a
-    /// session that is ours beyond doubt is killed — same user, running one of `marks` — since
-    /// behind a load balancer a new connection may reach another server, where the same id
-    /// belongs to someone else.
-    fn kill_later(self: &Arc<Self>, conn_id: u32, marks: Vec<String>) {
+    /// session that is ours beyond doubt is killed — same user, running a statement that starts
+    /// with `tag` — since behind a load balancer a new connection may reach another server,
+    /// where the same id belongs to someone else.
+    fn kill_later(self: &Arc<Self>, conn_id: u32, tag: String) {
         let handle = self.clone();
         tokio::spawn(async move {
             let bound = handle
@@ -193,16 +234,15 @@ impl PoolHandle {
                 .min(handle.query_timeout.unwrap_or(handle.acquire_timeout));
             let kill = async {
                 let mut conn = Conn::new(handle.opts.clone()).await.map_err(Error::from)?;
-                let mut params = vec![Value::UInt(u64::from(conn_id))];
-                params.extend(marks.iter().map(|m| Value::from(m.as_str())));
                 let mut check = String::new();
                 literal::render(
-                    &format!(
-                        "SELECT ID FROM information_schema.PROCESSLIST WHERE ID = ? \
-                         AND USER = SUBSTRING_INDEX(USER(), '@', 1) AND LEFT(INFO, {MARK_CHARS}) IN {}",
-                        literal::holes(marks.len())
-                    ),
-                    &params,
+                    "SELECT ID FROM information_schema.PROCESSLIST WHERE ID = ? \
+                     AND USER = SUBSTRING_INDEX(USER(), '@', 1) AND LEFT(INFO, ?) = ?",
+                    &[
+                        Value::UInt(u64::from(conn_id)),
+                        Value::UInt(tag.len() as u64),
+                        Value::from(tag.as_str()),
+                    ],
                     &mut check,
                 )
                 .map_err(Error::Invalid)?;
@@ -263,7 +303,7 @@ fn render(prefix: Option<&str>, stmts: &[Stmt]) -> Result<Vec<String>> {
 
 /// The largest packet to send: the server's `max_allowed_packet`, less room for the packet
 /// header and the server's own bookkeeping.
-fn packet_limit(handle: &PoolHandle) -> usize {
+pub fn packet_limit(handle: &PoolHandle) -> usize {
     let max = handle.max_packet.load(Ordering::Relaxed);
     if max > 0 {
         max.saturating_sub(1024).min(usize::MAX as u64) as usize
@@ -272,32 +312,35 @@ fn packet_limit(handle: &PoolHandle) -> usize {
     }
 }
 
-/// Refuses, before anything is sent, a statement whose text is over `limit` bytes (its values
-/// would not fit in a packet either as text or prepared).
-fn fits(parts: &[String], limit: usize) -> Result<()> {
-    match parts.iter().find(|p| p.len() > limit) {
-        Some(part) => Err(Error::Invalid(format!(
-            "a statement of {} bytes exceeds the server's max_allowed_packet; reduce the size of the values passed",
-            part.len()
+/// Refuses, before anything is sent, a statement whose text (with its `tag`) is over `limit`
+/// bytes: its values would not fit in a packet either as text or prepared, and the server
+/// would close the connection on it. The caller's values are too large — an argument error.
+pub fn fits(parts: &[String], tag: &str, limit: usize) -> Result<()> {
+    match parts.iter().find(|p| p.len() + tag.len() > limit) {
+        Some(part) => Err(Error::Range(format!(
+            "a statement of {} bytes exceeds the server's max_allowed_packet ({} bytes); reduce the size of the values passed",
+            part.len(),
+            limit.saturating_add(1024)
         ))),
         None => Ok(()),
     }
 }
 
-/// Groups statement texts into multi-statement packets no larger than `limit` bytes (usually
-/// one packet; a large `startManyRuns` may need several). A single statement over the limit is
-/// refused before anything is sent.
-fn pack(parts: Vec<String>, limit: usize) -> Result<Vec<(String, usize)>> {
-    fits(&parts, limit)?;
+/// Groups statement texts, each starting with `tag`, into multi-statement packets no larger
+/// than `limit` bytes (usually one packet; a large `startManyRuns` may need several). A single
+/// statement over the limit is refused before anything is sent.
+fn pack(parts: Vec<String>, tag: &str, limit: usize) -> Result<Vec<(String, usize)>> {
+    fits(&parts, tag, limit)?;
     let mut packets: Vec<(String, usize)> = Vec::new();
     for part in parts {
         match packets.last_mut() {
-            Some((text, count)) if text.len() + 1 + part.len() <= limit => {
+            Some((text, count)) if text.len() + 1 + tag.len() + part.len() <= limit => {
                 text.push(';');
+                text.push_str(tag);
                 text.push_str(&part);
                 *count += 1;
             }
-            _ => packets.push((part, 1)),
+            _ => packets.push((tagged(tag, &part), 1)),
         }
     }
     Ok(packets)
@@ -378,17 +421,18 @@ impl NativeExec<'_> {
         // Only outside transactions: a transaction's statements stay one text stream, so that
         // each of its round trips is what the fault tests (and the process list) see.
         if self.opening.is_none() && self.handle.prepared && one_statement(&stmts) {
-            fits(&parts, limit)?;
+            fits(&parts, &self.handle.tags.connection(self.conn.id()), limit)?;
             if let Some(stmt) = stmts.into_iter().next() {
                 return self.execute(stmt, parts).await;
             }
             return Ok(Vec::new());
         }
-        let packets = pack(parts, limit)?;
+        let id = self.conn.id();
+        let tag = self.handle.tags.round_trip(id);
+        let packets = pack(parts, &tag, limit)?;
         if begin {
             self.begun = true;
         }
-        let id = self.conn.id();
         self.handle
             .metrics
             .statements
@@ -396,10 +440,8 @@ impl NativeExec<'_> {
         let mut sets = Vec::with_capacity(n + 1);
         for (text, count) in packets {
             self.handle.round_trips.fetch_add(1, Ordering::Relaxed);
-            // A `;` inside a literal only makes one mark useless; the first is always right.
-            let marks = marks(text.split(';').take(count));
             let round_trip = send(self.conn, text, count);
-            sets.extend(self.handle.bounded(id, marks, round_trip).await?);
+            sets.extend(self.handle.bounded(id, &tag, round_trip).await?);
         }
         if begin && !sets.is_empty() {
             sets.remove(0);
@@ -417,8 +459,9 @@ impl NativeExec<'_> {
     /// it, about a fifth of a point write's cost. The connection caches the handle (prepared on
     /// first use), so later executions are one round trip. Rows come back typed (integers as
     /// integers, text and JSON as bytes), which the row codec reads as it reads text rows.
-    /// `rendered` (the same statement as text) only identifies the session in the process list
-    /// if the round trip times out.
+    /// `rendered` (the same statement as text) is sent instead when the server refuses to
+    /// prepare it because the server-wide `max_prepared_stmt_count` is used up (by anyone):
+    /// the text path needs no server-side statement.
     async fn execute(&mut self, stmt: Stmt, rendered: Vec<String>) -> Result<Vec<Outcome>> {
         let id = self.conn.id();
         self.handle
@@ -426,20 +469,24 @@ impl NativeExec<'_> {
             .statements
             .fetch_add(1, Ordering::Relaxed);
         self.handle.round_trips.fetch_add(1, Ordering::Relaxed);
-        let marks = marks(
-            rendered
-                .iter()
-                .map(String::as_str)
-                .chain([stmt.text.as_str()]),
-        );
+        let tag = self.handle.tags.connection(id);
+        let text = tagged(&tag, &stmt.text);
+        let handle = self.handle;
         let conn = &mut *self.conn;
+        let fallback_tag = tag.as_str();
         let round_trip = async move {
-            let mut result = conn
-                .exec_iter(
-                    stmt.text.as_str(),
-                    mysql_async::Params::Positional(stmt.params),
-                )
-                .await?;
+            let prepared = conn
+                .exec_iter(text.as_str(), mysql_async::Params::Positional(stmt.params))
+                .await;
+            let mut result = match prepared {
+                Err(e) if is_out_of_statements(&e) => {
+                    handle.prepared_fallbacks.fetch_add(1, Ordering::Relaxed);
+                    handle.round_trips.fetch_add(1, Ordering::Relaxed);
+                    let text = rendered.concat();
+                    return send(conn, tagged(fallback_tag, &text), 1).await;
+                }
+                other => other?,
+            };
             if let Some(cols) = result.columns() {
                 charset::check_columns(&cols)?;
             }
@@ -453,8 +500,14 @@ impl NativeExec<'_> {
                 insert_id,
             }])
         };
-        self.handle.bounded(id, marks, round_trip).await
+        self.handle.bounded(id, &tag, round_trip).await
     }
+}
+
+/// The server's "Can't create more than max_prepared_stmt_count statements" (1461): nothing
+/// was executed, and the connection is fine.
+fn is_out_of_statements(e: &mysql_async::Error) -> bool {
+    matches!(e, mysql_async::Error::Server(s) if s.code == 1461)
 }
 
 /// Whether a batch is one statement, which `NativeExec::execute` sends prepared; batches of
@@ -552,8 +605,10 @@ pub type BoxFut<'a, T> = std::pin::Pin<Box<dyn Future<Output = Result<T>> + Send
 pub async fn finish(handle: &Arc<PoolHandle>, conn: &mut Conn, statement: &str) -> Result<()> {
     handle.round_trips.fetch_add(1, Ordering::Relaxed);
     let id = conn.id();
-    let sent = async { conn.query_drop(statement).await.map_err(Error::from) };
-    handle.bounded(id, marks([statement]), sent).await
+    let tag = handle.tags.round_trip(id);
+    let text = tagged(&tag, statement);
+    let sent = async { conn.query_drop(text).await.map_err(Error::from) };
+    handle.bounded(id, &tag, sent).await
 }
 
 /// Counts a re-run and waits a random time, up to twice as long each attempt (capped), so that
@@ -576,11 +631,16 @@ mod tests {
     #[test]
     fn packs_statements_under_the_limit() {
         let parts = vec!["aaaa".to_string(), "bb".to_string(), "cccc".to_string()];
-        let packets = pack(parts, 8).unwrap();
+        let packets = pack(parts, "", 8).unwrap();
         assert_eq!(
             packets,
             vec![("aaaa;bb".to_string(), 2), ("cccc".to_string(), 1)]
         );
-        assert!(pack(vec!["x".repeat(9)], 8).is_err());
+        assert!(pack(vec!["x".repeat(9)], "", 8).is_err());
+        let tagged = pack(vec!["a".into(), "b".into(), "c".into()], "/**/", 11).unwrap();
+        assert_eq!(
+            tagged,
+            vec![("/**/a;/**/b".to_string(), 2), ("/**/c".to_string(), 1)]
+        );
     }
 }

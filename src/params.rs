@@ -29,8 +29,23 @@ fn check(
     out
 }
 
-/// Converts one JS value; `name` is used in error messages (e.g. `params[2]`).
-pub fn convert(v: &Unknown, name: &str, depth: u32) -> Result<Param> {
+/// The most values one statement's parameters may hold, counting every item of every list
+/// (`IN (?)` lists, bulk `VALUES ?` rows). Far above any real statement — 16 777 216 values
+/// average 64 bytes each in a 1 GiB packet, the largest `max_allowed_packet` there is — and it
+/// keeps a sparse array such as `new Array(2 ** 32 - 1)` from asking for ~100 GB before the
+/// first item is looked at (`lib/sql.js` checks the top-level list, which napi converts before
+/// Rust sees it, against the same bound).
+pub const MAX_VALUES: usize = 1 << 24;
+
+/// The years a `DATETIME` holds. MySQL documents 1000..9999 as supported, but MySQL and MariaDB
+/// store and return 0000..0999 exactly too, and mysql2 (what the JavaScript package used) sends
+/// such dates unchanged; only years outside 0..9999 cannot be written at all.
+const YEARS: std::ops::RangeInclusive<i64> = 0..=9999;
+
+/// Converts one JS value; `name` is used in error messages (e.g. `params[2]`). `budget` is how
+/// many more values the statement may hold (see `MAX_VALUES`).
+pub fn convert(v: &Unknown, name: &str, depth: u32, budget: &mut usize) -> Result<Param> {
+    *budget = budget.checked_sub(1).ok_or_else(|| too_many(name))?;
     let raw = v.raw();
     let env = v.value().env;
     let t = v.get_type().map_err(|e| Error::Invalid(e.reason.clone()))?;
@@ -72,7 +87,13 @@ pub fn convert(v: &Unknown, name: &str, depth: u32) -> Result<Param> {
                 if !ms.is_finite() {
                     return Err(bad("an invalid Date"));
                 }
-                date_value(ms)
+                date_value(ms).ok_or_else(|| {
+                    Error::Range(format!(
+                        "{name}: a Date outside the years {} to {} cannot be stored as a DATETIME",
+                        YEARS.start(),
+                        YEARS.end()
+                    ))
+                })?
             } else if check(env, raw, sys::napi_is_buffer) {
                 let buf: BufferSlice =
                     unsafe { v.cast() }.map_err(|e| Error::Invalid(e.reason.clone()))?;
@@ -81,12 +102,18 @@ pub fn convert(v: &Unknown, name: &str, depth: u32) -> Result<Param> {
                 if depth >= 2 {
                     return Err(bad("an array nested more than two levels"));
                 }
+                let mut len = 0u32;
+                // SAFETY: env and raw come from a live callback scope, raw is an array.
+                unsafe { sys::napi_get_array_length(env, raw, &mut len) };
+                if len as usize > *budget {
+                    return Err(too_many(name));
+                }
                 let items: Vec<Unknown> =
                     unsafe { v.cast() }.map_err(|e| Error::Invalid(e.reason.clone()))?;
                 let list = items
                     .iter()
                     .enumerate()
-                    .map(|(i, item)| convert(item, &format!("{name}[{i}]"), depth + 1))
+                    .map(|(i, item)| convert(item, &format!("{name}[{i}]"), depth + 1, budget))
                     .collect::<Result<Vec<_>>>()?;
                 return Ok(Param::List(list));
             } else {
@@ -97,15 +124,25 @@ pub fn convert(v: &Unknown, name: &str, depth: u32) -> Result<Param> {
     }))
 }
 
-/// UTC `DATETIME(3)`-style value from epoch milliseconds.
-fn date_value(ms: f64) -> Value {
+fn too_many(name: &str) -> Error {
+    Error::Range(format!(
+        "{name}: the parameters of one statement may hold at most {MAX_VALUES} values"
+    ))
+}
+
+/// UTC `DATETIME(3)`-style value from epoch milliseconds; `None` for a year outside `YEARS`
+/// (a wider one would wrap around in the 16-bit year of the wire format).
+fn date_value(ms: f64) -> Option<Value> {
     let total_ms = ms.floor() as i64;
     let secs = total_ms.div_euclid(1000);
     let millis = total_ms.rem_euclid(1000) as u32;
     let days = secs.div_euclid(86_400);
     let sod = secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
-    Value::Date(
+    if !YEARS.contains(&y) {
+        return None;
+    }
+    Some(Value::Date(
         y as u16,
         m as u8,
         d as u8,
@@ -113,7 +150,7 @@ fn date_value(ms: f64) -> Value {
         ((sod % 3600) / 60) as u8,
         (sod % 60) as u8,
         millis * 1000,
-    )
+    ))
 }
 
 /// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
@@ -185,9 +222,22 @@ mod tests {
     #[test]
     fn dates_are_rendered_in_utc() {
         let v = date_value(0.0);
-        assert_eq!(v, Value::Date(1970, 1, 1, 0, 0, 0, 0));
+        assert_eq!(v, Some(Value::Date(1970, 1, 1, 0, 0, 0, 0)));
         let v = date_value(1_893_456_000_123.0); // 2030-01-01T00:00:00.123Z
-        assert_eq!(v, Value::Date(2030, 1, 1, 0, 0, 0, 123_000));
+        assert_eq!(v, Some(Value::Date(2030, 1, 1, 0, 0, 0, 123_000)));
+    }
+
+    #[test]
+    fn years_a_datetime_cannot_hold_are_refused() {
+        let year = |y: i32| {
+            let days = (y as f64 - 1970.0) * 365.2425;
+            date_value(days.round() * 86_400_000.0 + 86_400_000.0 * 10.0)
+        };
+        assert!(year(9999).is_some());
+        assert!(year(0).is_some());
+        assert!(year(10_000).is_none());
+        assert!(year(67_560).is_none()); // would wrap to 2024
+        assert!(year(-1).is_none()); // would wrap to 65535
     }
 
     fn render(sql: &str, params: &[Param]) -> String {

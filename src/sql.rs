@@ -73,6 +73,9 @@ pub struct PoolStats {
     pub deadlock_retries: f64,
     /// Statements sent by the backend's executors.
     pub statements: f64,
+    /// Single statements sent as text instead of prepared because the server's
+    /// `max_prepared_stmt_count` was used up (ER 1461).
+    pub prepared_fallbacks: f64,
     /// Connections: open, idle in the pool, in use, and calls waiting for one.
     pub pool: ConnectionStats,
     /// Per port method called at least once: `{ calls, errors: { argument, server, connection,
@@ -98,11 +101,12 @@ pub struct NativeSql {
 }
 
 fn convert_params(params: Option<Vec<Unknown>>) -> Result<Vec<Param>> {
+    let mut budget = params::MAX_VALUES;
     params
         .unwrap_or_default()
         .iter()
         .enumerate()
-        .map(|(i, p)| params::convert(p, &format!("params[{i}]"), 0))
+        .map(|(i, p)| params::convert(p, &format!("params[{i}]"), 0, &mut budget))
         .collect()
 }
 
@@ -125,17 +129,28 @@ async fn render(
     Ok(text)
 }
 
+/// One small statement of ours about `conn`'s session (its first row, if any), tagged and bounded
+/// like every round trip.
+async fn session_statement(
+    handle: &Arc<PoolHandle>,
+    conn: &mut Conn,
+    text: &str,
+) -> Result<Option<Row>> {
+    let id = conn.id();
+    let tag = handle.tags.round_trip(id);
+    let sent = exec::tagged(&tag, text);
+    let run = async { conn.query_first(sent).await.map_err(Error::from) };
+    handle.bounded(id, &tag, run).await
+}
+
 /// How `conn`'s session reads a quoted string right now (one bounded round trip).
 async fn session_reading(handle: &Arc<PoolHandle>, conn: &mut Conn) -> Result<literal::Reading> {
     const READ: &str = "SELECT @@SESSION.sql_mode, @@SESSION.character_set_client, \
                         @@SESSION.character_set_connection";
-    let id = conn.id();
-    let read = async {
-        let row: Option<(String, String, String)> =
-            conn.query_first(READ).await.map_err(Error::from)?;
-        row.ok_or_else(|| Error::connection("the session's settings could not be read"))
-    };
-    let (mode, client, connection) = handle.bounded(id, exec::marks([READ]), read).await?;
+    let row = session_statement(handle, conn, READ).await?;
+    let (mode, client, connection): (String, String, String) = row
+        .and_then(|r| mysql_async::from_row_opt(r).ok())
+        .ok_or_else(|| Error::connection("the session's settings could not be read"))?;
     let utf8 = |cs: &str| matches!(cs, "utf8mb4" | "utf8mb3" | "utf8");
     Ok(literal::Reading {
         backslash_escapes: !mode
@@ -154,16 +169,22 @@ async fn run_bounded(
     params: &[Param],
 ) -> Result<Outcome> {
     let text = render(handle, conn, sql, params).await?;
-    let marks = exec::marks([text.as_str()]);
     let id = conn.id();
-    let outcome = handle.bounded(id, marks, run_text(conn, text)).await;
+    let tag = handle.tags.round_trip(id);
+    exec::fits(
+        std::slice::from_ref(&text),
+        &tag,
+        exec::packet_limit(handle),
+    )?;
+    let sent = exec::tagged(&tag, &text);
+    drop(text);
+    let outcome = handle.bounded(id, &tag, run_text(conn, sent)).await;
     if !charset::may_change(sql) || matches!(&outcome, Err(e) if e.is_connection()) {
         return outcome;
     }
     // The statement may have moved the session off utf8mb4 (see charset.rs): put it back before
     // anything else runs here. If that fails the connection is lost, and so is the answer.
-    let pin = async { conn.query_drop(charset::PIN).await.map_err(Error::from) };
-    handle.bounded(id, exec::marks([charset::PIN]), pin).await?;
+    session_statement(handle, conn, charset::PIN).await?;
     outcome
 }
 
@@ -286,6 +307,8 @@ impl NativeSql {
                 round_trips: AtomicU64::new(0),
                 metrics: Default::default(),
                 max_packet: AtomicU64::new(0),
+                tags: Default::default(),
+                prepared_fallbacks: AtomicU64::new(0),
             }),
             closed: Arc::new(AtomicBool::new(false)),
             describe,
@@ -377,6 +400,7 @@ impl NativeSql {
             round_trips: h.round_trips.load(Ordering::Relaxed) as f64,
             deadlock_retries: h.retries.load(Ordering::Relaxed) as f64,
             statements: h.metrics.statements.load(Ordering::Relaxed) as f64,
+            prepared_fallbacks: h.prepared_fallbacks.load(Ordering::Relaxed) as f64,
             pool: ConnectionStats {
                 open: gauge(&pool.connection_count),
                 idle: gauge(&pool.connections_in_pool),

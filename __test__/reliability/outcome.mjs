@@ -2,8 +2,11 @@
 // effect of the unit is true (applied), false (not applied) or anything else (odd). Kept apart
 // from faults.mjs so that a child process (fixtures/kill-mid-unit.mjs) loads only what it needs.
 
+/** The start of a statement's packet: the native pool's process-list tag (a comment) first. */
+export const LEAD = String.raw`^\s*(?:\/\*[^*]*\*\/\s*)?`;
+
 /** A `COMMIT` statement's packet. */
-export const COMMIT = /^\s*COMMIT\b/i;
+export const COMMIT = new RegExp(`${LEAD}COMMIT\\b`, 'i');
 
 /** `parts` maps each effect of the unit to true (applied) / false (not applied) / anything else (odd). */
 export function classify(parts) {

@@ -10,7 +10,7 @@
 // may carry `padBytes`, padding for the one large value a unit can carry.
 import { createRequire } from 'node:module';
 import { wrapSql } from '../conformance/fixture.mjs';
-import { COMMIT, gone } from './outcome.mjs';
+import { COMMIT, LEAD, gone } from './outcome.mjs';
 
 const require = createRequire(import.meta.url);
 export const v3 = require('../../v3.js');
@@ -520,7 +520,7 @@ export const units = [
     name: 'inTx(native: 4 units, 2 own writes)',
     write: /INSERT IGNORE INTO `run`/,
     targets: {
-      begin: /^\s*BEGIN\b/i,
+      begin: new RegExp(`${LEAD}BEGIN\\b`, 'i'),
       appA: /INSERT INTO app_order[^;]*'a'/,
       startRun: /^SAVEPOINT ifw_unit;INSERT IGNORE INTO `run`/,
       enqueueMany: /^SAVEPOINT ifw_unit;INSERT INTO `job`/,
@@ -541,7 +541,7 @@ export const units = [
     name: 'inTx(wrapped Sql: 4 units, 2 own writes)',
     write: /INSERT IGNORE INTO `run`/,
     targets: {
-      begin: /^\s*BEGIN\b/i,
+      begin: new RegExp(`${LEAD}BEGIN\\b`, 'i'),
       appA: /INSERT INTO app_order[^;]*'a'/,
       savepoint1: nth(/^SAVEPOINT ifw_unit$/, 1),
       startRun: /^INSERT IGNORE INTO `run`/,
