@@ -644,3 +644,5 @@ mod tests {
         );
     }
 }
+
+pub(crate) mod wrapped;

@@ -351,3 +351,5 @@ mod tests {
         );
     }
 }
+
+pub(crate) mod codes;

@@ -1,0 +1,5 @@
+//! The on-disk format and the rows read from it: table names, contracts and DDL (`schema`), and
+//! the one declaration of each row shape with its JSON codec (`codec`). Calls only `error`.
+
+pub(crate) mod codec;
+pub(crate) mod schema;

@@ -1,0 +1,12 @@
+//! What JS holds and calls: the `#[napi]` backend object and the user's pool (`Sql`, its
+//! transactions), the decoding of what JS passes in (`args`, `params`), user result rows, and
+//! how every call settles its promise (`promise`). May call every layer below.
+
+pub(crate) mod args;
+pub(crate) mod backend;
+pub(crate) mod functions;
+pub(crate) mod params;
+pub(crate) mod promise;
+pub(crate) mod rows;
+pub(crate) mod sql;
+pub(crate) mod turns;

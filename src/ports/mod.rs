@@ -1,0 +1,9 @@
+//! The port logic (docs/contract.md): for each operation of the Store, Queue and Timer ports,
+//! the statements its unit of work sends, batched for one round trip each, with the shared
+//! statements and the guarded outbox in `statements`. Runs on any `exec::Exec`; never sees a
+//! connection or a JS value.
+
+pub(crate) mod queue;
+pub(crate) mod statements;
+pub(crate) mod store;
+pub(crate) mod timer;
