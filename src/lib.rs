@@ -20,7 +20,7 @@ mod error;
 mod exec;
 mod metrics;
 mod model;
-mod node;
+pub mod node;
 mod pool;
 mod ports;
 

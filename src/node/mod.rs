@@ -4,7 +4,8 @@
 
 pub(crate) mod args;
 pub(crate) mod backend;
-pub(crate) mod functions;
+// Public, as napi exports are: their registration alone does not count as a use.
+pub mod functions;
 pub(crate) mod params;
 pub(crate) mod promise;
 pub(crate) mod rows;
