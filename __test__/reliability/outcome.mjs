@@ -2,8 +2,22 @@
 // effect of the unit is true (applied), false (not applied) or anything else (odd). Kept apart
 // from faults.mjs so that a child process (fixtures/kill-mid-unit.mjs) loads only what it needs.
 
-/** The start of a statement's packet: the native pool's process-list tag (a comment) first. */
-export const LEAD = String.raw`^\s*(?:\/\*[^*]*\*\/\s*)?`;
+/** The process-list tag (a comment) the native pool starts every statement with. */
+const TAG = String.raw`(?:\/\*[^*]*\*\/\s*)?`;
+
+/** The start of a statement's packet: the native pool's tag first. */
+export const LEAD = String.raw`^\s*${TAG}`;
+
+/**
+ * A packet holding exactly these statements at its start, in order, each behind the tag: e.g.
+ * `packet('SAVEPOINT ifw_unit', 'INSERT INTO \`job\`')`; `end` requires nothing after the last.
+ */
+export function packet(...statements) {
+  const end = statements.at(-1) === packet.END;
+  const parts = (end ? statements.slice(0, -1) : statements).map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  return new RegExp(`${LEAD}${parts.join(`;${TAG}`)}${end ? '$' : ''}`);
+}
+packet.END = Symbol('end of packet');
 
 /** A `COMMIT` statement's packet. */
 export const COMMIT = new RegExp(`${LEAD}COMMIT\\b`, 'i');

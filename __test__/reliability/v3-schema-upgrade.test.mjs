@@ -18,13 +18,14 @@ import { createRequire } from 'node:module';
 import { freshDatabase } from '../helpers/db.mjs';
 import { dump, layout } from '../helpers/layout.mjs';
 import { CALL_BOUND_MS, RESET_KINDS, useFaultProxy, viaProxy } from './faults.mjs';
+import { LEAD } from './outcome.mjs';
 import { applySchema, mysqlPool, settle, withParams, within } from './helpers.mjs';
 
 const v3 = createRequire(import.meta.url)('../../v3.js');
 const here = path.dirname(fileURLToPath(import.meta.url));
 const CHILD = path.join(here, 'fixtures', 'apply-schema.mjs');
 const KINDS = ['SIGKILL', ...RESET_KINDS];
-const DDL = /^\s*(CREATE|ALTER|DROP)\b/i;
+const DDL = new RegExp(`${LEAD}(CREATE|ALTER|DROP)\\b`, 'i');
 const T = Date.parse('2030-01-01T00:00:00Z');
 
 const holder = useFaultProxy();
@@ -131,7 +132,10 @@ test(
       await refSql.close();
       await reference.drop();
     }
-    assert.ok(plan.filter((s) => /^ALTER TABLE/i.test(s.text)).length >= 2, 'the upgrade adds two columns');
+    assert.ok(
+      plan.filter((s) => new RegExp(`${LEAD}ALTER TABLE`, 'i').test(s.text)).length >= 2,
+      'the upgrade adds two columns',
+    );
 
     const figs = Object.fromEntries(
       KINDS.map((k) => [k, { trials: 0, firstRejected: 0, firstFinished: 0, maxRejectMs: 0, maxRerunMs: 0 }]),

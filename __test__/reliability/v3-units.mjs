@@ -10,7 +10,7 @@
 // may carry `padBytes`, padding for the one large value a unit can carry.
 import { createRequire } from 'node:module';
 import { wrapSql } from '../conformance/fixture.mjs';
-import { COMMIT, LEAD, gone } from './outcome.mjs';
+import { COMMIT, LEAD, gone, packet } from './outcome.mjs';
 
 const require = createRequire(import.meta.url);
 export const v3 = require('../../v3.js');
@@ -522,11 +522,11 @@ export const units = [
     targets: {
       begin: new RegExp(`${LEAD}BEGIN\\b`, 'i'),
       appA: /INSERT INTO app_order[^;]*'a'/,
-      startRun: /^SAVEPOINT ifw_unit;INSERT IGNORE INTO `run`/,
-      enqueueMany: /^SAVEPOINT ifw_unit;INSERT INTO `job`/,
-      failingUnit: /^SAVEPOINT ifw_unit;INSERT INTO `run`/,
-      undo: /^ROLLBACK TO SAVEPOINT ifw_unit/,
-      schedule: /^SAVEPOINT ifw_unit;INSERT INTO `timer`/,
+      startRun: packet('SAVEPOINT ifw_unit', 'INSERT IGNORE INTO `run`'),
+      enqueueMany: packet('SAVEPOINT ifw_unit', 'INSERT INTO `job`'),
+      failingUnit: packet('SAVEPOINT ifw_unit', 'INSERT INTO `run`'),
+      undo: packet('ROLLBACK TO SAVEPOINT ifw_unit'),
+      schedule: packet('SAVEPOINT ifw_unit', 'INSERT INTO `timer`'),
       appB: /INSERT INTO app_order[^;]*'b'/,
       commit: COMMIT,
     },
@@ -543,14 +543,14 @@ export const units = [
     targets: {
       begin: new RegExp(`${LEAD}BEGIN\\b`, 'i'),
       appA: /INSERT INTO app_order[^;]*'a'/,
-      savepoint1: nth(/^SAVEPOINT ifw_unit$/, 1),
-      startRun: /^INSERT IGNORE INTO `run`/,
-      startRunRead: /^SELECT id, status FROM `run`/,
-      enqueueMany: /^INSERT INTO `job`/,
-      savepoint3: nth(/^SAVEPOINT ifw_unit$/, 3),
-      failingUnit: nth(/^INSERT INTO `run`/, 2),
-      undo: /^ROLLBACK TO SAVEPOINT ifw_unit/,
-      schedule: /^INSERT INTO `timer`/,
+      savepoint1: nth(packet('SAVEPOINT ifw_unit', packet.END), 1),
+      startRun: packet('INSERT IGNORE INTO `run`'),
+      startRunRead: packet('SELECT id, status FROM `run`'),
+      enqueueMany: packet('INSERT INTO `job`'),
+      savepoint3: nth(packet('SAVEPOINT ifw_unit', packet.END), 3),
+      failingUnit: nth(packet('INSERT INTO `run`'), 2),
+      undo: packet('ROLLBACK TO SAVEPOINT ifw_unit'),
+      schedule: packet('INSERT INTO `timer`'),
       appB: /INSERT INTO app_order[^;]*'b'/,
       commit: COMMIT,
     },
