@@ -522,3 +522,13 @@ export interface DoctorOpts {
  * failing `connection` check); rejects only on bad arguments.
  */
 export declare function checkDatabase(sql: Sql | PoolSource, prefix?: string, opts?: DoctorOpts): Promise<DoctorResult>;
+
+/**
+ * A `StepPolicy.classify` preset: `'permanent'` for a MySQL/MariaDB error (of this package's `Sql`
+ * or of mysql2, found on `cause` or its `.cause` chain) that fails the same way on every retry —
+ * syntax, unknown table/column, privilege, data too long, incorrect value, not-null, check — and
+ * for this package's argument errors; `'transient'` for everything else (deadlock, lock wait,
+ * lost/timed-out connection, read-only server, unsynced Galera node, duplicate or foreign key,
+ * anything unknown). Never throws. See docs/classify.md.
+ */
+export declare function mysqlClassify(cause: unknown, attempt?: number): 'transient' | 'permanent';

@@ -6,6 +6,7 @@ const { createMysqlBackend } = require('./lib/backend');
 const { ddl, applySchema, tables } = require('./lib/schema');
 const { inTx } = require('./lib/intx');
 const { checkDatabase } = require('./lib/doctor');
+const { mysqlClassify } = require('./lib/classify');
 
 module.exports.mysqlPool = mysqlPool;
 module.exports.createMysqlBackend = createMysqlBackend;
@@ -14,3 +15,4 @@ module.exports.ddl = ddl;
 module.exports.tables = tables;
 module.exports.inTx = inTx;
 module.exports.checkDatabase = checkDatabase;
+module.exports.mysqlClassify = mysqlClassify;
