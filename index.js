@@ -7,6 +7,7 @@ const { ddl, applySchema, tables } = require('./lib/schema');
 const { inTx } = require('./lib/intx');
 const { checkDatabase } = require('./lib/doctor');
 const { mysqlClassify } = require('./lib/classify');
+const { createMysqlListener } = require('./lib/listener');
 
 module.exports.mysqlPool = mysqlPool;
 module.exports.createMysqlBackend = createMysqlBackend;
@@ -16,3 +17,4 @@ module.exports.tables = tables;
 module.exports.inTx = inTx;
 module.exports.checkDatabase = checkDatabase;
 module.exports.mysqlClassify = mysqlClassify;
+module.exports.createMysqlListener = createMysqlListener;

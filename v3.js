@@ -7,6 +7,7 @@ const { ddlOf, applySchemaOf, tables } = require('./lib/schema');
 const { inTxOf } = require('./lib/intx');
 const { checkDatabaseOf } = require('./lib/doctor');
 const { mysqlClassify } = require('./lib/classify');
+const { createMysqlListener } = require('./lib/listener');
 
 const V3 = '3.0.0';
 
@@ -18,3 +19,4 @@ module.exports.inTx = (poolOrSql, fn, opts) => inTxOf(poolOrSql, fn, opts, V3);
 module.exports.tables = tables;
 module.exports.checkDatabase = (sql, prefix, opts) => checkDatabaseOf(sql, prefix, opts, V3);
 module.exports.mysqlClassify = mysqlClassify;
+module.exports.createMysqlListener = createMysqlListener;
