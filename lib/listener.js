@@ -94,6 +94,7 @@ function createMysqlListener(sql, opts = {}) {
   let loop = null;
   let stopping = false;
   let wakeSleep = null; // resolves the loop's pause early (close)
+  let streams = 0; // open watch() iterators
 
   const hold = (runId) => watched.set(runId, (watched.get(runId) || 0) + 1);
   const unhold = (runId) => {
@@ -127,8 +128,9 @@ function createMysqlListener(sql, opts = {}) {
   const pause = (ms) =>
     new Promise((resolve) => {
       const timer = setTimeout(resolve, ms);
-      // An idle listener alone does not keep the process alive; a waiter's own timer does.
-      timer.unref?.();
+      // An idle listener alone does not keep the process alive (a waiter's own timer does),
+      // unless someone reads a watch() stream, which has no timer of its own.
+      if (streams === 0) timer.unref?.();
       wakeSleep = () => {
         clearTimeout(timer);
         resolve();
@@ -199,12 +201,14 @@ function createMysqlListener(sql, opts = {}) {
         if (isTerminal(ev.status)) stream.end();
       };
       const stream = createStream(() => {
+        streams--;
         subs.delete(push);
         if (subs.size === 0 && progressByRun.get(runId) === subs) progressByRun.delete(runId);
         unhold(runId);
       });
       subs.add(push);
       hold(runId);
+      streams++;
       return stream.iterator;
     },
     onProgress(cb) {
