@@ -389,7 +389,7 @@ export interface ProgressEvent {
 export interface MysqlListenerOpts {
   /** The backend's table prefix. Default none. */
   prefix?: string;
-  /** Pause between probes, ms (1..60000, default 10): the knob trading latency for idle cost. */
+  /** Pause between probes, ms (1..60000, default 50): the knob trading latency for idle cost. */
   intervalMs?: number;
   /** Wake only for work of these flows (and jobs without a run row), as a claim with `names`. */
   names?: readonly string[];

@@ -16,7 +16,7 @@ const { probeStatement, probeResult, isTerminal } = require('./probe');
 const NUDGE = Symbol('iterativeflow.listener.nudge');
 
 /** Default probe interval: see docs/push.md for the sweep behind it. */
-const DEFAULT_INTERVAL_MS = 10;
+const DEFAULT_INTERVAL_MS = 50;
 /** Longest pause between probes while the server is away. */
 const MAX_BACKOFF_MS = 5000;
 
