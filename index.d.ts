@@ -346,6 +346,8 @@ export interface Queue {
   heartbeat(lease: Lease, opts: { leaseMs: number; now?: Date }): Promise<Lease>;
   ack(lease: Lease, opts?: { now?: Date }): Promise<void>;
   depth(now: Date): Promise<QueueDepth>;
+  /** Present when the backend was given a `listener` (dispatch push); never rejects. */
+  waitForWork?(timeoutMs: number, signal?: AbortSignal): Promise<void>;
 }
 export interface Timer {
   schedule(runId: string, fireAt: Date): Promise<void>;
@@ -374,7 +376,48 @@ export interface MysqlBackendOpts {
 export interface NativeBackendOpts extends MysqlBackendOpts {
   /** Default '2.0.0-alpha.2' (the `/v3` entry: '3.0.0'). */
   contract?: Contract;
+  /**
+   * Push (docs/push.md): the backend's `queue.waitForWork` and `wakeup` come from this listener,
+   * and its own enqueues wake the listener's waiters at once. Absent: no push, nothing changes.
+   */
+  listener?: MysqlListener;
 }
+
+/** What the listener watcher is doing: not started, probing, retrying after an error, closed. */
+export type ListenerState = 'idle' | 'listening' | 'reconnecting' | 'stopped';
+/** A watched run's new status, as the probe saw it (the first one is its status when watched). */
+export interface ProgressEvent {
+  runId: string;
+  type: 'status';
+  status: RunStatus;
+}
+export interface MysqlListenerOpts {
+  /** The backend's table prefix. Default none. */
+  prefix?: string;
+  /** Pause between probes, ms (1..60000, default 50): the knob trading latency for idle cost. */
+  intervalMs?: number;
+  /** Wake only for work of these flows (and jobs without a run row), as a claim with `names`. */
+  names?: readonly string[];
+  /** Called once when probes start failing (the listener then retries with backoff). */
+  onError?: (err: unknown) => void;
+}
+/** Dispatch and completion push over one probe statement per interval, shared by all waiters. */
+export interface MysqlListener {
+  /** Completion push: `wait(runId)` also resolves when the run turns terminal in any process. */
+  readonly wakeup: Wakeup;
+  /** Resolves on claimable work or a due timer (any process), a latched wake, `timeoutMs` or `signal`; never rejects. */
+  waitForWork(timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  /** The run's status changes as the probe sees them; ends after a terminal status or `return()`. */
+  watch(runId: string): AsyncIterableIterator<ProgressEvent>;
+  /** Status changes of every watched run; returns an unsubscribe function. */
+  onProgress(cb: (ev: ProgressEvent) => void): () => void;
+  /** Starts probing (the first waiter also starts a listener that was never started). */
+  start(): void;
+  /** Stops probing and releases the `waitForWork` waiters. */
+  close(): Promise<void>;
+  state(): ListenerState;
+}
+export declare function createMysqlListener(sql: Sql, opts?: MysqlListenerOpts): MysqlListener;
 
 // ---- the 3.0.0 contract ----------------------------------------------------------------------
 
@@ -527,3 +570,13 @@ export interface DoctorOpts {
  * failing `connection` check); rejects only on bad arguments.
  */
 export declare function checkDatabase(sql: Sql | PoolSource, prefix?: string, opts?: DoctorOpts): Promise<DoctorResult>;
+
+/**
+ * A `StepPolicy.classify` preset: `'permanent'` for a MySQL/MariaDB error (of this package's `Sql`
+ * or of mysql2, found on `cause` or its `.cause` chain) that fails the same way on every retry —
+ * syntax, unknown table/column, privilege, data too long, incorrect value, not-null, check — and
+ * for this package's argument errors; `'transient'` for everything else (deadlock, lock wait,
+ * lost/timed-out connection, read-only server, unsynced Galera node, duplicate or foreign key,
+ * anything unknown). Never throws. See docs/classify.md.
+ */
+export declare function mysqlClassify(cause: unknown, attempt?: number): 'transient' | 'permanent';

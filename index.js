@@ -6,6 +6,8 @@ const { createMysqlBackend } = require('./lib/backend');
 const { ddl, applySchema, tables } = require('./lib/schema');
 const { inTx } = require('./lib/intx');
 const { checkDatabase } = require('./lib/doctor');
+const { mysqlClassify } = require('./lib/classify');
+const { createMysqlListener } = require('./lib/listener');
 
 module.exports.mysqlPool = mysqlPool;
 module.exports.createMysqlBackend = createMysqlBackend;
@@ -14,3 +16,5 @@ module.exports.ddl = ddl;
 module.exports.tables = tables;
 module.exports.inTx = inTx;
 module.exports.checkDatabase = checkDatabase;
+module.exports.mysqlClassify = mysqlClassify;
+module.exports.createMysqlListener = createMysqlListener;

@@ -6,6 +6,8 @@ const { backendOf } = require('./lib/backend');
 const { ddlOf, applySchemaOf, tables } = require('./lib/schema');
 const { inTxOf } = require('./lib/intx');
 const { checkDatabaseOf } = require('./lib/doctor');
+const { mysqlClassify } = require('./lib/classify');
+const { createMysqlListener } = require('./lib/listener');
 
 const V3 = '3.0.0';
 
@@ -16,3 +18,5 @@ module.exports.ddl = (prefix, opts) => ddlOf(prefix, opts, V3);
 module.exports.inTx = (poolOrSql, fn, opts) => inTxOf(poolOrSql, fn, opts, V3);
 module.exports.tables = tables;
 module.exports.checkDatabase = (sql, prefix, opts) => checkDatabaseOf(sql, prefix, opts, V3);
+module.exports.mysqlClassify = mysqlClassify;
+module.exports.createMysqlListener = createMysqlListener;

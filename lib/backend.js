@@ -9,6 +9,7 @@ const { createQueue } = require('./queue');
 const { createStore } = require('./store');
 const { createTimer } = require('./timer');
 const { createWakeup } = require('./wakeup');
+const { listenerOf, withListener } = require('./nudges');
 const { CONTRACTS } = require('./shapes');
 
 /** Id sources from `opts.id`: run/signal ids (VARCHAR(191) keys) and lease-token halves. */
@@ -51,13 +52,15 @@ function backendOf(sql, opts, defaultContract, joined = false, turn = undefined)
   binding.tableNames(prefix); // throws a TypeError naming a bad prefix
   const contract = contractOf(opts, defaultContract);
   const { newId, tokenIds } = idSources(opts.id);
+  const listener = listenerOf(opts.listener);
   const call = createCaller(sql, prefix, contract, joined, turn);
-  return {
+  const ports = {
     store: createStore(call, newId, contract),
     queue: createQueue(call, tokenIds, contract),
     timer: createTimer(call, contract),
     wakeup: createWakeup(),
   };
+  return listener ? withListener(ports, listener) : ports;
 }
 
 function createMysqlBackend(sql, opts = {}) {

@@ -1,0 +1,70 @@
+// Dispatch push across processes: a child's idle waitForWork (10 s timeout) is released by work
+// that another process makes claimable — a plain enqueue, a spawn through an outbox, a timer
+// falling due — and a wake that lands while the child is busy (nobody waiting) is not lost.
+// Each test has its own child (a listener with default options) and its own database.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { closeAdmin } from '../helpers/db.mjs';
+import { forkChild, pushDatabase, sleep } from './helpers.mjs';
+
+const LONG = 10_000;
+// "Well before the timeout": generous for a loaded 2-core box and a debug build.
+const PROMPT_MS = 3000;
+
+test.after(closeAdmin);
+
+/** Forks a child on a fresh database, runs `body(env, child)`, cleans up. */
+async function withChild(label, body) {
+  const env = await pushDatabase(label);
+  const child = await forkChild(env.db.url);
+  try {
+    assert.equal(child.ready.state, 'listening');
+    await body(env, child);
+  } finally {
+    await child.close();
+    await env.close();
+  }
+}
+
+const WAYS = {
+  'queue.enqueue': async ({ backend, run }) => backend.queue.enqueue(await run()),
+  'a spawn in a checkpoint outbox': async ({ backend, run }) => {
+    const parent = await run();
+    await backend.store.checkpointStep(
+      { runId: parent, cursorKey: 's0', status: 'ok', result: 'c', attempts: 1, shape: 'invoke:push@1' },
+      { spawn: [{ runId: `${parent}-c`, spec: { name: 'push', version: 1, input: 2, parentRunId: parent } }] },
+    );
+  },
+  'a timer falling due': async ({ backend, run }) => backend.timer.schedule(await run(), new Date(Date.now() + 300)),
+};
+
+for (const [way, make] of Object.entries(WAYS)) {
+  test(`work made by ${way} in another process wakes an idle waitForWork(10 s)`, { timeout: 60_000 }, async (t) => {
+    await withChild('push_dispatch', async (env, child) => {
+      child.send({ type: 'wait', timeoutMs: LONG });
+      await sleep(300); // the child is waiting now, and has probed a few times finding nothing
+      const madeAt = Date.now();
+      await make(env);
+      const woke = await child.next('woke', LONG + 5000);
+      t.diagnostic(`woke ${woke.at - madeAt} ms after the work was committed (waited ${woke.ms} ms)`);
+      assert.ok(woke.ms < LONG - 1000, `resolved by work, not by its timeout (waited ${woke.ms} ms)`);
+      assert.ok(woke.at - madeAt < PROMPT_MS, `woke ${woke.at - madeAt} ms after the work appeared`);
+    });
+  });
+}
+
+test(
+  'a wake that lands while the child is busy (nobody waiting) is kept for its next waitForWork',
+  { timeout: 60_000 },
+  async (t) => {
+    await withChild('push_latch', async (env, child) => {
+      child.send({ type: 'tick', ms: 800 }); // busy 800 ms, then waitForWork(10 s)
+      await sleep(200);
+      await env.backend.queue.enqueue(await env.run());
+      const ticked = await child.next('ticked');
+      const woke = await child.next('woke', LONG + 5000);
+      t.diagnostic(`the wait after the tick returned in ${woke.ms} ms`);
+      assert.ok(woke.at - ticked.at < PROMPT_MS, `returned ${woke.at - ticked.at} ms after the tick ended`);
+    });
+  },
+);

@@ -1,0 +1,91 @@
+// Shared bits of the push tests: a database with the schema, children (fixtures/child.mjs)
+// driven over IPC, and a plain backend (no listener) to enqueue and finish runs with.
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import m from '../../index.js';
+import { freshDatabase } from '../helpers/db.mjs';
+
+const CHILD = fileURLToPath(new URL('./fixtures/child.mjs', import.meta.url));
+
+/** A fresh database with the 2.0.0-alpha.2 schema and a plain pool + backend on it. */
+export async function pushDatabase(label, url) {
+  const db = url ? { url, drop: async () => {} } : await freshDatabase(label);
+  const sql = m.mysqlPool(db.url);
+  await m.applySchema(sql);
+  const backend = m.createMysqlBackend(sql);
+  return {
+    db,
+    sql,
+    backend,
+    /** A new pending run, not enqueued. */
+    async run(name = 'push') {
+      const { runId } = await backend.store.startRun({ name, version: 1, input: 1 });
+      return runId;
+    },
+    async close() {
+      await sql.close();
+      await db.drop();
+    },
+  };
+}
+
+/**
+ * Forks fixtures/child.mjs on `url` (env: PUSH_OFF, PUSH_INTERVAL_MS). `next(type, ms)` resolves
+ * the next message of that type (rejects after `ms`); `send(msg)`; `close()` ends the child.
+ */
+export async function forkChild(url, env = {}) {
+  const child = fork(CHILD, [], {
+    env: { ...process.env, PUSH_URL: url, ...env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const inbox = [];
+  const wanted = [];
+  let failure;
+  const deliver = () => {
+    for (let i = 0; i < wanted.length; i++) {
+      const w = wanted[i];
+      const k = inbox.findIndex((msg) => msg.type === w.type);
+      if (k >= 0) {
+        wanted.splice(i--, 1);
+        clearTimeout(w.timer);
+        w.resolve(inbox.splice(k, 1)[0]);
+      } else if (failure) {
+        wanted.splice(i--, 1);
+        clearTimeout(w.timer);
+        w.reject(failure);
+      }
+    }
+  };
+  child.on('message', (msg) => {
+    if (msg.type === 'error') failure = new Error(`push child: ${msg.message}`);
+    inbox.push(msg);
+    deliver();
+  });
+  child.on('exit', (code) => {
+    failure ??= new Error(`push child exited with code ${code}`);
+    deliver();
+  });
+  const handle = {
+    child,
+    next(type, ms = 30_000) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no '${type}' from the push child within ${ms} ms`)), ms);
+        wanted.push({ type, resolve, reject, timer });
+        deliver();
+      });
+    },
+    send: (msg) => child.send(msg),
+    async close() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const gone = new Promise((r) => child.once('exit', r));
+      child.send({ type: 'close' });
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await gone;
+      clearTimeout(timer);
+    },
+  };
+  handle.ready = await handle.next('ready');
+  return handle;
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
