@@ -26,6 +26,7 @@ mod sql;
 mod statements;
 mod store;
 mod timer;
+mod trace;
 
 use napi::Env;
 use napi_derive::napi;
