@@ -64,9 +64,7 @@ macro_rules! unit {
         // Native calls are counted in their pool's metrics (`sql.stats()`).
         let meter = pool.clone().or_else(|| joined.as_ref().map(|tx| tx.handle()));
         $(let $cap = Arc::new($cap);)*
-        // Armed by JS only while a tracing channel has a subscriber (lib/tracing.js).
-        let trace = crate::trace::take_armed();
-        js::promise($env, crate::trace::traced(trace, async move {
+        js::promise($env, async move {
             let _issued = issued;
             let started = Instant::now();
             let result = match ($via, pool, joined) {
@@ -110,7 +108,7 @@ macro_rules! unit {
                 handle.metrics.record(METHOD, started.elapsed(), result.as_ref().err());
             }
             result
-        }))
+        })
     }};
 }
 

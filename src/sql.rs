@@ -204,7 +204,7 @@ where
 {
     let params = js::sync(env, convert_params(params))?;
     js::sync(env, params::check_count(&text, &params))?;
-    let pending = crate::trace::traced(crate::trace::take_armed(), run(text, params));
+    let pending = run(text, params);
     js::promise(env, async move { pending.await.map(shape) })
 }
 
@@ -320,28 +320,24 @@ impl NativeSql {
     pub fn begin<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, NativeTx>> {
         self.ensure_open(env)?;
         let handle = self.handle.clone();
-        let trace = crate::trace::take_armed();
-        js::promise(
-            env,
-            crate::trace::traced(trace, async move {
-                let mut conn = handle.acquire().await?;
-                let begun = exec::finish(&handle, &mut conn, "BEGIN").await;
-                if let Err(e) = begun {
-                    exec::release(conn, &Err::<(), _>(e.clone())).await;
-                    return Err(handle.redact(e));
-                }
-                Ok(NativeTx {
-                    inner: Arc::new(TxInner {
-                        state: Mutex::new(TxState {
-                            conn: Some(conn),
-                            ended_by: None,
-                        }),
-                        pending: Pending::default(),
-                        handle,
+        js::promise(env, async move {
+            let mut conn = handle.acquire().await?;
+            let begun = exec::finish(&handle, &mut conn, "BEGIN").await;
+            if let Err(e) = begun {
+                exec::release(conn, &Err::<(), _>(e.clone())).await;
+                return Err(handle.redact(e));
+            }
+            Ok(NativeTx {
+                inner: Arc::new(TxInner {
+                    state: Mutex::new(TxState {
+                        conn: Some(conn),
+                        ended_by: None,
                     }),
-                })
-            }),
-        )
+                    pending: Pending::default(),
+                    handle,
+                }),
+            })
+        })
     }
 
     /// Waits for in-flight work, closes every connection, and refuses later calls.
