@@ -4,7 +4,7 @@
 const c = require('./check');
 const { inspect } = require('node:util');
 const binding = require('./binding');
-const { renderPrometheus } = require('./metrics');
+const { renderPrometheus, registerPromClient, observeOpenTelemetry } = require('./metrics');
 const tracing = require('./tracing');
 
 const NATIVE = Symbol('iterativeflow.nativeSql');
@@ -288,6 +288,14 @@ class MysqlSql {
   /** `stats()` in the Prometheus text format (lib/metrics.js). */
   prometheus(opts) {
     return renderPrometheus(this.stats(), opts);
+  }
+  /** Registers `stats()` as collectors in a prom-client `Registry`; answers an unregister function. */
+  registerPromClient(registry, opts) {
+    return registerPromClient(this, registry, opts);
+  }
+  /** Observes `stats()` with instruments on an OpenTelemetry `Meter`; answers a stop function. */
+  observeOpenTelemetry(meter, opts) {
+    return observeOpenTelemetry(this, meter, opts);
   }
   [inspect.custom]() {
     return this.#native.describe();

@@ -9,7 +9,7 @@
 // epoch) telling when each really ran; user statements (`sql.query` / `exec` / `tx`) and the
 // statements of a wrapped `Sql` are published live around each one.
 const dc = require('node:diagnostics_channel');
-const { AsyncResource } = require('node:async_hooks');
+const { AsyncLocalStorage, AsyncResource } = require('node:async_hooks');
 const binding = require('./binding');
 
 /** The channel names; stable. */
@@ -40,6 +40,13 @@ const mysql2 = {
   connect: dc.tracingChannel(MYSQL2_CHANNELS.connect),
   poolConnect: dc.tracingChannel(MYSQL2_CHANNELS.poolConnect),
 };
+
+/**
+ * The statement a wrapped `Sql` is running for a port call, so that the statements that `Sql`
+ * sends on our pool in turn name it as their parent. Made on first use (a subscriber and a
+ * wrapped `Sql`), never otherwise.
+ */
+let bridged;
 
 /** Whether `ch` has a subscriber (Node < 20.13 lacks the aggregated getter). */
 function subscribed(ch) {
@@ -253,6 +260,8 @@ function traceStatement(server, text, params, run) {
   if (!wanted(server)) return run();
   const values = server.values ? params : undefined;
   const ctx = { query: text, operation: operationOf(text), values, ...pick(server), startTime: now() };
+  const outer = bridged?.getStore();
+  if (outer !== undefined) ctx.parent = outer;
   const live = (ch, c, fn) => (ch && subscribed(ch) ? ch.tracePromise(fn, c) : fn());
   const compat = server.mysql2 ? mysql2.query : undefined;
   const mysql2Ctx = { query: text, values, ...pick(server) };
@@ -291,13 +300,16 @@ function bridgeTap(ctx) {
         parent: ctx,
       };
       if (!subscribed(own.query)) return run();
+      bridged ??= new AsyncLocalStorage();
       return own.query.tracePromise(
         () =>
-          Promise.resolve()
-            .then(run)
-            .finally(() => {
-              q.endTime = now();
-            }),
+          bridged.run(q, () =>
+            Promise.resolve()
+              .then(run)
+              .finally(() => {
+                q.endTime = now();
+              }),
+          ),
         q,
       );
     });
