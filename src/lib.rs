@@ -70,6 +70,25 @@ pub fn row_shapes(
         .collect())
 }
 
+/// Arms a per-call trace for the next native call on this thread (see `trace`; JS calls it only
+/// while a tracing channel has a subscriber).
+#[napi]
+pub fn arm_trace() -> trace::NativeTrace {
+    trace::arm()
+}
+
+/// Drops an armed trace that no call took.
+#[napi]
+pub fn disarm_trace() {
+    trace::disarm()
+}
+
+/// The upper bounds of the latency buckets in `stats().methods[m].buckets`, ms (last: Infinity).
+#[napi]
+pub fn latency_buckets_ms() -> Vec<f64> {
+    metrics::latency_buckets_ms()
+}
+
 /// Sizes the tokio runtime napi runs our futures on. Work per call is tiny (render a batch,
 /// one socket round trip), so fewer workers mean fewer cross-thread wake-ups per call;
 /// `IFW_TOKIO_WORKERS` overrides the default of 1.

@@ -187,7 +187,6 @@ impl Metrics {
 
 /// The upper bounds of the latency buckets, ms (the last one is unbounded: `Infinity`), for
 /// exporters that publish `stats().methods[m].buckets` as a histogram (lib/metrics.js).
-#[napi_derive::napi]
 pub fn latency_buckets_ms() -> Vec<f64> {
     (0..BUCKETS)
         .map(|k| {

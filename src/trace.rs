@@ -74,16 +74,14 @@ impl NativeTrace {
 
 /// Arms a trace for the next native call made on this thread (JS calls it only while a
 /// channel has a subscriber, then `disarmTrace()` right after the call).
-#[napi]
-pub fn arm_trace() -> NativeTrace {
+pub fn arm() -> NativeTrace {
     let inner = Arc::new(Trace::default());
     ARMED.with(|a| *a.borrow_mut() = Some(inner.clone()));
     NativeTrace { inner }
 }
 
 /// Drops an armed trace no call took (the call threw before reaching Rust's body).
-#[napi]
-pub fn disarm_trace() {
+pub fn disarm() {
     ARMED.with(|a| a.borrow_mut().take());
 }
 
