@@ -95,6 +95,10 @@ export interface PoolStats {
       p50Ms: number;
       p90Ms: number;
       p99Ms: number;
+      /** Total time of all calls, ms. */
+      sumMs: number;
+      /** Calls per latency bucket; the bounds are in `latencyBucketsMs()` order (last: +Inf). */
+      buckets: number[];
     }
   >;
 }
@@ -107,7 +111,107 @@ export interface NativeSql extends Sql {
   stats(): PoolStats;
   /** `stats()` in the Prometheus text format; metric names start with `prefix`. */
   prometheus(opts?: { prefix?: string }): string;
+  /**
+   * Registers `stats()` as collectors in a prom-client `Registry` (the same families as
+   * `prometheus()`, plus a `<prefix>_call_duration_seconds` histogram), read at each scrape.
+   * Answers a function that unregisters them.
+   */
+  registerPromClient(registry: PromClientRegistryLike, opts?: { prefix?: string }): () => void;
+  /** Observes `stats()` with observable instruments on an OpenTelemetry `Meter`; answers a stop function. */
+  observeOpenTelemetry(meter: OtelMeterLike, opts?: { system?: string }): () => void;
 }
+
+/** What `registerPromClient` uses of a prom-client `Registry`. */
+export interface PromClientRegistryLike {
+  registerMetric(metric: object): void;
+  removeSingleMetric(name: string): void;
+}
+
+/** What `observeOpenTelemetry` uses of an OpenTelemetry `Meter`. */
+export interface OtelMeterLike {
+  createObservableCounter(name: string, options?: object): object;
+  createObservableUpDownCounter(name: string, options?: object): object;
+  createObservableGauge(name: string, options?: object): object;
+  addBatchObservableCallback(cb: (result: any) => void, instruments: object[]): void;
+  removeBatchObservableCallback(cb: (result: any) => void, instruments: object[]): void;
+}
+
+/** The tracing channel names (`node:diagnostics_channel` `tracingChannel(name)`); stable. */
+export declare const channels: {
+  readonly call: 'iterativeflow-mysql-native:call';
+  readonly query: 'iterativeflow-mysql-native:query';
+  readonly connect: 'iterativeflow-mysql-native:connect';
+  readonly acquire: 'iterativeflow-mysql-native:pool:acquire';
+};
+/** mysql2's channel names, published on with `mysqlPool(x, { tracing: { mysql2: true } })`. */
+export declare const mysql2Channels: {
+  readonly query: 'mysql2:query';
+  readonly execute: 'mysql2:execute';
+  readonly connect: 'mysql2:connect';
+  readonly poolConnect: 'mysql2:pool:connect';
+};
+
+/** What every event says about the server (a socket path is the address, with no port). */
+export interface ServerContext {
+  serverAddress?: string;
+  serverPort?: number;
+  database?: string;
+}
+
+/** `iterativeflow-mysql-native:call`: one port call. */
+export interface CallContext extends ServerContext {
+  method: string;
+  runId?: string;
+  flow?: string;
+  contract: '2.0.0-alpha.2' | '3.0.0';
+  /** Set before `asyncEnd`: what the call sent, and how often it re-ran after a transient failure. */
+  roundTrips?: number;
+  statements?: number;
+  retries?: number;
+  result?: unknown;
+  error?: unknown;
+}
+
+/** `iterativeflow-mysql-native:query`: one statement. */
+export interface QueryContext extends ServerContext {
+  /** The text with `?` placeholders; never the values. */
+  query: string;
+  /** Its leading keyword (SELECT, INSERT, …). */
+  operation?: string;
+  /** Bound values of a user statement, only with `tracing: { values: true }`. */
+  values?: unknown[];
+  /** The port call it belongs to (its context object), or the user statement a wrapped Sql ran it for. */
+  parent?: CallContext | QueryContext;
+  /** The port method, for a port call's statements. */
+  method?: string;
+  /** Which round trip of the call carried it (statements sharing one share its times). */
+  roundTrip?: number;
+  prepared?: boolean;
+  /** ms since the epoch (fractional): when it was sent and when its answer was read. */
+  startTime: number;
+  endTime?: number;
+  result?: unknown;
+  error?: unknown;
+}
+
+/** `iterativeflow-mysql-native:pool:acquire` (and `:connect` when the checkout opened a connection). */
+export interface AcquireContext extends ServerContext {
+  method?: string;
+  parent?: CallContext | QueryContext;
+  startTime: number;
+  endTime: number;
+  waitMs?: number;
+  error?: unknown;
+}
+
+/**
+ * Turns the channels into OpenTelemetry spans of `api` (your `@opentelemetry/api`): a CLIENT span
+ * per port call, children per statement and connection checkout. Answers an unsubscribe function.
+ */
+export declare function traceOpenTelemetry(
+  api: unknown,
+  opts?: { tracerProvider?: unknown; system?: 'mysql' | 'mariadb' | string; acquire?: boolean },
+): () => void;
 
 /** A `mysql2` pool (promise or callback API); its connection config is read at runtime. */
 export type Mysql2PoolLike = { readonly config: object } | { readonly pool: { readonly config: object } };
@@ -121,6 +225,13 @@ export interface MysqlPoolOpts {
    * default isolation must then be READ COMMITTED.
    */
   setIsolation?: boolean;
+  /** Tracing channel options (docs/observability.md). */
+  tracing?: {
+    /** Also publish statements and checkouts on mysql2's channel names and context shape. */
+    mysql2?: boolean;
+    /** Publish user statements' bound values (`sql.query` / `exec` / `tx`); off by default. */
+    values?: boolean;
+  };
 }
 
 export declare function mysqlPool(source: PoolSource, opts?: MysqlPoolOpts): NativeSql;

@@ -2,6 +2,8 @@
 // iterativeflow-mysql-native — drop-in for @iterativeflow/mysql, native core. The default
 // contract is 2.0.0-alpha.2; `{ contract: '3.0.0' }` (or the `/v3` entry) selects 3.0.0.
 const { mysqlPool } = require('./lib/sql');
+const { CHANNELS, MYSQL2_CHANNELS } = require('./lib/tracing');
+const { traceOpenTelemetry } = require('./lib/otel');
 const { createMysqlBackend } = require('./lib/backend');
 const { ddl, applySchema, tables } = require('./lib/schema');
 const { inTx } = require('./lib/intx');
@@ -18,3 +20,6 @@ module.exports.inTx = inTx;
 module.exports.checkDatabase = checkDatabase;
 module.exports.mysqlClassify = mysqlClassify;
 module.exports.createMysqlListener = createMysqlListener;
+module.exports.channels = CHANNELS;
+module.exports.mysql2Channels = MYSQL2_CHANNELS;
+module.exports.traceOpenTelemetry = traceOpenTelemetry;

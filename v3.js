@@ -2,6 +2,8 @@
 // iterativeflow-mysql-native/v3 — the same package with the 3.0.0 contract as the default:
 // a drop-in for @iterativeflow/mysql 3.0.0 (see README, "Choosing the contract").
 const { mysqlPool } = require('./lib/sql');
+const { CHANNELS, MYSQL2_CHANNELS } = require('./lib/tracing');
+const { traceOpenTelemetry } = require('./lib/otel');
 const { backendOf } = require('./lib/backend');
 const { ddlOf, applySchemaOf, tables } = require('./lib/schema');
 const { inTxOf } = require('./lib/intx');
@@ -20,3 +22,6 @@ module.exports.tables = tables;
 module.exports.checkDatabase = (sql, prefix, opts) => checkDatabaseOf(sql, prefix, opts, V3);
 module.exports.mysqlClassify = mysqlClassify;
 module.exports.createMysqlListener = createMysqlListener;
+module.exports.channels = CHANNELS;
+module.exports.mysql2Channels = MYSQL2_CHANNELS;
+module.exports.traceOpenTelemetry = traceOpenTelemetry;

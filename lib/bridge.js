@@ -32,9 +32,11 @@ function jsonSafe(key, value) {
 
 /**
  * `(request JSON) => Promise<answer JSON>` over `sql`. The first rejection of the user's object
- * is kept in `seen.error`, so that the caller gets its own error object back.
+ * is kept in `seen.error`, so that the caller gets its own error object back. `tap(text, run)`,
+ * when given, runs each statement (lib/tracing.js publishes it).
  */
-function bridge(sql, seen) {
+function bridge(sql, seen, tap) {
+  const statement = tap === undefined ? (text, run) => run() : tap;
   let target = sql;
   let tx = null; // { done: Promise of sql.tx(...), settle: { resolve, reject } }
 
@@ -88,9 +90,9 @@ function bridge(sql, seen) {
       const { op, q, t, p } = JSON.parse(request);
       if (op === 'begin') await begin();
       else if (op === 'commit' || op === 'rollback') return (await end(op === 'commit')) ?? 'null';
-      else if (q) return JSON.stringify((await target.query(t, p)) ?? [], jsonSafe);
+      else if (q) return JSON.stringify((await statement(t, () => target.query(t, p))) ?? [], jsonSafe);
       else {
-        const r = await target.exec(t, p);
+        const r = await statement(t, () => target.exec(t, p));
         return JSON.stringify({ affectedRows: Number(r?.affectedRows ?? 0), insertId: Number(r?.insertId ?? 0) });
       }
       return 'null';

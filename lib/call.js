@@ -6,7 +6,8 @@
 const c = require('./check');
 const binding = require('./binding');
 const { bridge } = require('./bridge');
-const { nativeOf, nativeTxOf } = require('./sql');
+const { nativeOf, nativeTxOf, serverInfoOf } = require('./sql');
+const tracing = require('./tracing');
 
 /**
  * `call(method, build)`: `build()` returns the native method's arguments (or throws). `joined`:
@@ -16,6 +17,7 @@ const { nativeOf, nativeTxOf } = require('./sql');
 function createCaller(sql, prefix, contract, joined = false, turn = (send) => send()) {
   const native = nativeOf(sql);
   const nativeTx = nativeTxOf(sql);
+  const server = serverInfoOf(sql);
   let run;
   if (nativeTx) {
     // inTx over our pool: every unit runs inside the caller's transaction, in Rust.
@@ -30,10 +32,12 @@ function createCaller(sql, prefix, contract, joined = false, turn = (send) => se
     }
     const nb = binding.NativeBackend.wrapped(prefix, contract, joined);
     // The caller's own driver error (with its code/errno) is rethrown, not Rust's copy of it.
-    run = (method, args) =>
+    // `traced`: the call's context on the tracing channel, when it has a subscriber.
+    run = (method, args, traced) =>
       turn(() => {
         const seen = { error: undefined };
-        return nb[method](...args, bridge(sql, seen)).catch((e) => {
+        const tap = traced === undefined ? undefined : tracing.bridgeTap(traced);
+        return nb[method](...args, bridge(sql, seen, tap)).catch((e) => {
           throw seen.error !== undefined ? seen.error : e;
         });
       });
@@ -45,7 +49,9 @@ function createCaller(sql, prefix, contract, joined = false, turn = (send) => se
     } catch (e) {
       return Promise.reject(e);
     }
-    return run(method, args);
+    if (!tracing.wanted(server)) return run(method, args);
+    const info = { method, ...tracing.subjectOf(method, args), contract };
+    return tracing.traceCall(server, info, Boolean(native || nativeTx), (ctx) => run(method, args, ctx));
   };
 }
 

@@ -4,10 +4,13 @@
 const c = require('./check');
 const { inspect } = require('node:util');
 const binding = require('./binding');
-const { renderPrometheus } = require('./metrics');
+const { renderPrometheus, registerPromClient, observeOpenTelemetry } = require('./metrics');
+const tracing = require('./tracing');
 
 const NATIVE = Symbol('iterativeflow.nativeSql');
 const NATIVE_TX = Symbol('iterativeflow.nativeTx');
+/** What the tracing channels say about the pool a handle belongs to (lib/tracing.js). */
+const SERVER = Symbol('iterativeflow.server');
 
 function fail(msg) {
   return c.typeError(`mysqlPool: ${msg}`);
@@ -172,18 +175,20 @@ function checkText(text) {
 }
 
 /** The `Sql` bound to one open transaction; `tx` nests flat (runs fn on the same handle). */
-function txSql(tx) {
+function txSql(tx, server) {
   const self = {
     query(text, params) {
       return settle(() => {
         checkText(text);
-        return tx.query(text, paramsOf(params));
+        const p = paramsOf(params);
+        return tracing.traceStatement(server, text, p, () => tx.query(text, p));
       });
     },
     exec(text, params) {
       return settle(() => {
         checkText(text);
-        return tx.exec(text, paramsOf(params));
+        const p = paramsOf(params);
+        return tracing.traceStatement(server, text, p, () => tx.exec(text, p));
       });
     },
     tx(fn) {
@@ -192,6 +197,7 @@ function txSql(tx) {
   };
   // A backend built over this handle (inTx) runs its units inside the transaction, natively.
   Object.defineProperty(self, NATIVE_TX, { value: tx });
+  Object.defineProperty(self, SERVER, { value: server });
   return self;
 }
 
@@ -202,9 +208,10 @@ class MysqlSql {
   #closing = null;
   #onIdle = null;
 
-  constructor(native) {
+  constructor(native, server) {
     this.#native = native;
     Object.defineProperty(this, NATIVE, { value: native });
+    Object.defineProperty(this, SERVER, { value: server });
   }
 
   /**
@@ -233,27 +240,34 @@ class MysqlSql {
   query(text, params) {
     return this.track(() => {
       checkText(text);
-      return this.#native.query(text, paramsOf(params));
+      const p = paramsOf(params);
+      return tracing.traceStatement(this[SERVER], text, p, () => this.#native.query(text, p));
     });
   }
   exec(text, params) {
     return this.track(() => {
       checkText(text);
-      return this.#native.exec(text, paramsOf(params));
+      const p = paramsOf(params);
+      return tracing.traceStatement(this[SERVER], text, p, () => this.#native.exec(text, p));
     });
   }
   tx(fn) {
     if (typeof fn !== 'function') return Promise.reject(c.typeError('tx: fn must be a function'));
+    const server = this[SERVER];
+    const end = (tx, statement) =>
+      tracing.traceStatement(server, statement, undefined, () =>
+        statement === 'COMMIT' ? tx.commit() : tx.rollback(),
+      );
     return this.track(async () => {
-      const tx = await this.#native.begin();
+      const tx = await tracing.traceStatement(server, 'BEGIN', undefined, () => this.#native.begin());
       let out;
       try {
-        out = await fn(txSql(tx));
+        out = await fn(txSql(tx, server));
       } catch (e) {
-        await tx.rollback().catch(() => undefined);
+        await end(tx, 'ROLLBACK').catch(() => undefined);
         throw e;
       }
-      await tx.commit();
+      await end(tx, 'COMMIT');
       return out;
     });
   }
@@ -282,6 +296,14 @@ class MysqlSql {
   prometheus(opts) {
     return renderPrometheus(this.stats(), opts);
   }
+  /** Registers `stats()` as collectors in a prom-client `Registry`; answers an unregister function. */
+  registerPromClient(registry, opts) {
+    return registerPromClient(this, registry, opts);
+  }
+  /** Observes `stats()` with instruments on an OpenTelemetry `Meter`; answers a stop function. */
+  observeOpenTelemetry(meter, opts) {
+    return observeOpenTelemetry(this, meter, opts);
+  }
   [inspect.custom]() {
     return this.#native.describe();
   }
@@ -293,17 +315,29 @@ class MysqlSql {
   }
 }
 
+/** `opts.tracing`: `{ mysql2?: boolean, values?: boolean }` (see lib/tracing.js). */
+function tracingOpts(t) {
+  if (t === undefined || t === null) return undefined;
+  if (typeof t !== 'object') throw fail('opts.tracing must be an object');
+  for (const key of ['mysql2', 'values']) {
+    if (t[key] !== undefined && typeof t[key] !== 'boolean') throw fail(`opts.tracing.${key} must be a boolean`);
+  }
+  return t;
+}
+
 /** `mysqlPool(x)`: x is a mysql2 Pool, a mysql:// URL, or an options object. */
-/** `mysqlPool(x, { setIsolation })`: x is a mysql2 Pool, a mysql:// URL, or an options object. */
+/** `mysqlPool(x, { setIsolation, tracing })`: x is a mysql2 Pool, a mysql:// URL, or an options object. */
 function mysqlPool(x, opts) {
   const cfg = configOf(x);
+  let traceOpts;
   if (opts !== undefined && opts !== null) {
     if (typeof opts !== 'object') throw fail('opts must be an object');
     if (opts.setIsolation !== undefined && typeof opts.setIsolation !== 'boolean')
       throw fail('opts.setIsolation must be a boolean');
     if (opts.setIsolation !== undefined) cfg.setIsolation = opts.setIsolation;
+    traceOpts = tracingOpts(opts.tracing);
   }
-  return new MysqlSql(new binding.NativeSql(cfg));
+  return new MysqlSql(new binding.NativeSql(cfg), tracing.serverOf(cfg, traceOpts));
 }
 
 function nativeOf(sql) {
@@ -319,4 +353,9 @@ function isNative(sql) {
   return sql instanceof MysqlSql;
 }
 
-module.exports = { mysqlPool, MysqlSql, nativeOf, nativeTxOf, isNative, configOf };
+/** The pool facts the tracing channels publish for `sql` (ours or a transaction handle of ours). */
+function serverInfoOf(sql) {
+  return sql && typeof sql === 'object' ? sql[SERVER] : undefined;
+}
+
+module.exports = { mysqlPool, MysqlSql, nativeOf, nativeTxOf, isNative, configOf, serverInfoOf };

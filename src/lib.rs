@@ -23,6 +23,7 @@ mod model;
 pub mod node;
 mod pool;
 mod ports;
+mod trace;
 
 // Old flat names, kept while the branches written before the move land (see CONTRIBUTING).
 #[allow(unused_imports)]

@@ -94,6 +94,8 @@ fn bucket_upper_ms(k: usize) -> f64 {
 
 struct Method {
     calls: AtomicU64,
+    /// Total time of all calls, µs (a histogram's `_sum`).
+    sum_us: AtomicU64,
     /// Failures by `Kind` (argument, server, connection, contract).
     errors: [AtomicU64; 4],
     latency: [AtomicU64; BUCKETS],
@@ -103,6 +105,7 @@ impl Default for Method {
     fn default() -> Self {
         Method {
             calls: AtomicU64::new(0),
+            sum_us: AtomicU64::new(0),
             errors: std::array::from_fn(|_| AtomicU64::new(0)),
             latency: std::array::from_fn(|_| AtomicU64::new(0)),
         }
@@ -141,6 +144,8 @@ impl Metrics {
             return;
         };
         m.calls.fetch_add(1, Ordering::Relaxed);
+        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        m.sum_us.fetch_add(us, Ordering::Relaxed);
         m.latency[bucket_of(took)].fetch_add(1, Ordering::Relaxed);
         if let Some(e) = error {
             m.errors[kind_slot(e.kind())].fetch_add(1, Ordering::Relaxed);
@@ -148,7 +153,8 @@ impl Metrics {
     }
 
     /// `{ <method>: { calls, errors: { argument, server, connection, contract }, p50Ms, p90Ms,
-    /// p99Ms } }` for every method called at least once (percentiles are bucket upper bounds).
+    /// p99Ms, sumMs, buckets } }` for every method called at least once (percentiles are bucket
+    /// upper bounds; `buckets[k]` counts the calls in bucket `k`, see `latencyBucketsMs()`).
     pub fn methods(&self) -> Value {
         let mut out = Map::new();
         for (name, m) in METHODS.iter().zip(&self.methods) {
@@ -170,11 +176,27 @@ impl Metrics {
                     "p50Ms": percentile(&counts, 0.50),
                     "p90Ms": percentile(&counts, 0.90),
                     "p99Ms": percentile(&counts, 0.99),
+                    "sumMs": m.sum_us.load(Ordering::Relaxed) as f64 / 1000.0,
+                    "buckets": counts,
                 }),
             );
         }
         Value::Object(out)
     }
+}
+
+/// The upper bounds of the latency buckets, ms (the last one is unbounded: `Infinity`), for
+/// exporters that publish `stats().methods[m].buckets` as a histogram (lib/metrics.js).
+pub fn latency_buckets_ms() -> Vec<f64> {
+    (0..BUCKETS)
+        .map(|k| {
+            if k + 1 == BUCKETS {
+                f64::INFINITY
+            } else {
+                bucket_upper_ms(k)
+            }
+        })
+        .collect()
 }
 
 /// The upper bound of the bucket holding the `q` quantile of `counts`.

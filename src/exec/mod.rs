@@ -9,6 +9,7 @@
 use crate::charset;
 use crate::error::{Error, Result};
 use crate::literal;
+use crate::trace;
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Pool, Row, Value};
 use std::borrow::Cow;
@@ -182,7 +183,11 @@ impl PoolHandle {
             }
             Ok::<Conn, mysql_async::Error>(conn)
         };
-        match tokio::time::timeout(self.acquire_timeout, checkout).await {
+        let started = trace::start();
+        // For a traced call only: whether the pool opened a connection for this checkout (it
+        // had none idle and has one more after), which JS reports on the connect channel.
+        let pool_before = started.map(|_| self.pool_counts());
+        let acquired = match tokio::time::timeout(self.acquire_timeout, checkout).await {
             Ok(Ok(conn)) => Ok(conn),
             Ok(Err(e)) => Err(self.redact(e.into())),
             Err(_) => Err(Error::Connection {
@@ -192,7 +197,19 @@ impl PoolHandle {
                     self.acquire_timeout.as_millis()
                 ),
             }),
-        }
+        };
+        let opened = pool_before.map(|(open, idle)| idle == 0 && self.pool_counts().0 > open);
+        trace::acquired(started, opened, &acquired);
+        acquired
+    }
+
+    /// Connections open and idle in the pool right now.
+    fn pool_counts(&self) -> (usize, usize) {
+        let m = self.pool.metrics();
+        (
+            m.connection_count.load(Ordering::Relaxed),
+            m.connections_in_pool.load(Ordering::Relaxed),
+        )
     }
 
     /// Awaits one round trip on connection `conn_id` whose statements start with `tag` (see
@@ -429,6 +446,16 @@ impl NativeExec<'_> {
         }
         let id = self.conn.id();
         let tag = self.handle.tags.round_trip(id);
+        // Placeholder texts for a traced call, in packet order (the opening statement first).
+        let mut texts = trace::active().then(|| {
+            self.opening
+                .filter(|_| begin)
+                .map(str::to_string)
+                .into_iter()
+                .chain(stmts.iter().map(|s| s.text.clone()))
+                .collect::<Vec<_>>()
+                .into_iter()
+        });
         let packets = pack(parts, &tag, limit)?;
         if begin {
             self.begun = true;
@@ -441,7 +468,13 @@ impl NativeExec<'_> {
         for (text, count) in packets {
             self.handle.round_trips.fetch_add(1, Ordering::Relaxed);
             let round_trip = send(self.conn, text, count);
-            sets.extend(self.handle.bounded(id, &tag, round_trip).await?);
+            let started = trace::start();
+            let sent = self.handle.bounded(id, &tag, round_trip).await;
+            let carried = texts
+                .as_mut()
+                .map(|t| t.by_ref().take(count).collect::<Vec<_>>());
+            trace::round_trip(started, carried.into_iter().flatten(), false, &sent);
+            sets.extend(sent?);
         }
         if begin && !sets.is_empty() {
             sets.remove(0);
@@ -472,6 +505,8 @@ impl NativeExec<'_> {
         let tag = self.handle.tags.connection(id);
         let text = tagged(&tag, &stmt.text);
         let handle = self.handle;
+        let started = trace::start();
+        let traced = started.map(|_| stmt.text.clone());
         let conn = &mut *self.conn;
         let fallback_tag = tag.as_str();
         let round_trip = async move {
@@ -500,7 +535,9 @@ impl NativeExec<'_> {
                 insert_id,
             }])
         };
-        self.handle.bounded(id, &tag, round_trip).await
+        let sent = self.handle.bounded(id, &tag, round_trip).await;
+        trace::round_trip(started, traced, true, &sent);
+        sent
     }
 }
 
@@ -608,7 +645,10 @@ pub async fn finish(handle: &Arc<PoolHandle>, conn: &mut Conn, statement: &str) 
     let tag = handle.tags.round_trip(id);
     let text = tagged(&tag, statement);
     let sent = async { conn.query_drop(text).await.map_err(Error::from) };
-    handle.bounded(id, &tag, sent).await
+    let started = trace::start();
+    let done = handle.bounded(id, &tag, sent).await;
+    trace::round_trip(started, [statement.to_string()], false, &done);
+    done
 }
 
 /// Counts a re-run and waits a random time, up to twice as long each attempt (capped), so that
@@ -618,7 +658,9 @@ async fn backoff(handle: &PoolHandle, attempt: u32) {
     handle.retries.fetch_add(1, Ordering::Relaxed);
     let ceiling = (2u64 << attempt.min(6)).min(MAX_BACKOFF_MS);
     let jitter = (uuid::Uuid::new_v4().as_u128() % u128::from(ceiling)) as u64;
+    let started = trace::start();
     tokio::time::sleep(Duration::from_millis(1 + jitter)).await;
+    trace::step("retry", started, &Ok::<(), Error>(()));
 }
 
 /// The longest wait between two attempts of a unit, ms.

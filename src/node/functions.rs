@@ -3,6 +3,7 @@
 
 use crate::model::{codec, schema};
 use crate::node::promise as js;
+use crate::{metrics, trace};
 use napi::Env;
 use napi_derive::napi;
 
@@ -43,6 +44,25 @@ pub fn row_shapes(
         .iter()
         .map(|(name, shape)| (name.to_string(), shape.keys()))
         .collect())
+}
+
+/// Arms a per-call trace for the next native call on this thread (see `trace`; JS calls it only
+/// while a tracing channel has a subscriber).
+#[napi]
+pub fn arm_trace() -> trace::NativeTrace {
+    trace::arm()
+}
+
+/// Drops an armed trace that no call took.
+#[napi]
+pub fn disarm_trace() {
+    trace::disarm()
+}
+
+/// The upper bounds of the latency buckets in `stats().methods[m].buckets`, ms (last: Infinity).
+#[napi]
+pub fn latency_buckets_ms() -> Vec<f64> {
+    metrics::latency_buckets_ms()
 }
 
 /// Sizes the tokio runtime napi runs our futures on. Work per call is tiny (render a batch,
