@@ -15,6 +15,7 @@ mod error;
 mod exec;
 mod js;
 mod jsexec;
+mod jsontext;
 mod literal;
 mod metrics;
 mod params;
