@@ -1472,6 +1472,28 @@ function suite(ctx) {
     },
   );
 
+  test(
+    'opts.id with a lone surrogate: startRun / startManyRuns / claim answer the ids as made (stored as U+FFFD), claim does not reject',
+    TO,
+    async () => {
+      let n = 0;
+      const b = ctx.makeBackend({ ...V3, id: () => `u${++n}\ud83d` });
+      const one = await b.store.startRun({ name: 'flow', version: 1, input: null });
+      assert.deepEqual(one, { runId: 'u1\ud83d', created: true, status: 'pending' });
+      const [two] = await b.store.startManyRuns([{ name: 'flow', version: 1, input: null }]);
+      assert.equal(two.runId, 'u2\ud83d');
+      assert.deepEqual(await h.idsIn('run'), ['u1\ufffd', 'u2\ufffd']);
+      await b.queue.enqueueMany([{ runId: one.runId }, { runId: two.runId }]);
+      const leases = await b.queue.claim({ limit: 10, leaseMs: LEASE, now: at(0) });
+      assert.deepEqual(leases.map((l) => l.token).sort(), ['u3\ud83d:u1\ufffd', 'u4\ud83d:u2\ufffd']);
+      for (const l of leases) {
+        await b.queue.heartbeat(l, { leaseMs: LEASE, now: at(1) });
+        await b.queue.ack(l, { now: at(2) });
+      }
+      assert.equal(await ctx.count('job'), 0, 'the tokens answered hold the leases');
+    },
+  );
+
   test('§3 the alpha.2 default still reads what 3.0 refuses (lenient decoding unchanged)', TO, async () => {
     const alpha2 = ctx.makeBackend({});
     const id = await h.start();
