@@ -24,7 +24,7 @@ function idSources(customId) {
   return {
     newId: () => c.str(generated(), 'the id returned by opts.id()'),
     // For claim: asked for exactly as many ids as rows get leased, in one call from Rust.
-    tokenIds: (n) => JSON.stringify(Array.from({ length: n }, generated)),
+    tokenIds: (n) => Array.from({ length: n }, generated),
   };
 }
 

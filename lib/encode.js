@@ -62,9 +62,15 @@ function outboxOf(fx, name, { v3 = false } = {}) {
   if (absent(fx)) return undefined;
   c.obj(fx, name);
   const out = {};
-  // 3.0 fencing: write only while the run's job still has this version.
+  // 3.0 fencing: write only while the run's job still has this version. A comparison, not a
+  // range: any safe integer is taken, one no job has (-1, beyond every version) just never holds.
   if (v3 && !absent(fx.requireVersion))
-    out.requireVersion = c.int(fx.requireVersion, `${name}.requireVersion`, 0, Number.MAX_SAFE_INTEGER);
+    out.requireVersion = c.int(
+      fx.requireVersion,
+      `${name}.requireVersion`,
+      -Number.MAX_SAFE_INTEGER,
+      Number.MAX_SAFE_INTEGER,
+    );
   if (!absent(fx.spawn)) {
     out.spawn = c.arr(fx.spawn, `${name}.spawn`).map((s, i) => {
       const n = `${name}.spawn[${i}]`;

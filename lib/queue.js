@@ -18,8 +18,15 @@ function leaseVersion(v) {
   return Number.isSafeInteger(v) && v >= 0 ? v : -1;
 }
 
+/** `token` with its first half as the user's id generator returned it (`id`, when given). */
+function userToken(token, id) {
+  if (id === undefined) return token;
+  const sent = id.toWellFormed();
+  return sent === id || !token.startsWith(sent) ? token : id + token.slice(sent.length);
+}
+
 /**
- * The queue over `call` (lib/call.js); `tokenIds` (or undefined) makes lease-token halves;
+ * The queue over `call` (lib/call.js); `tokenIds(n)` (or undefined) makes `n` lease-token halves;
  * `contract` is '2.0.0-alpha.2' or '3.0.0'.
  */
 function createQueue(call, tokenIds, contract) {
@@ -42,11 +49,20 @@ function createQueue(call, tokenIds, contract) {
       const names = namesIn(claimOpts);
       // No flow to claim for: nothing to ask the database.
       if (names?.length === 0) return [];
-      const text = await call('claim', () => [at, leaseMs, limit, names, tokenIds]);
+      // The user's ids cross to Rust well-formed (what the lease_token column stores anyway); the
+      // answer's tokens start with the ids as the user made them, as the JavaScript package's do.
+      let raw = [];
+      const ids =
+        tokenIds &&
+        ((n) => {
+          raw = tokenIds(n);
+          return JSON.stringify(raw.map((id) => id.toWellFormed()));
+        });
+      const text = await call('claim', () => [at, leaseMs, limit, names, ids]);
       const expiresAt = at + leaseMs;
-      return JSON.parse(text).map((l) => ({
+      return JSON.parse(text).map((l, i) => ({
         runId: l.runId,
-        token: l.token,
+        token: userToken(l.token, raw[i]),
         expiresAt: new Date(expiresAt),
         version: l.version,
       }));

@@ -15,6 +15,12 @@ const parse = (p) => p.then((s) => JSON.parse(s));
 const none = (p) => p.then(() => undefined);
 const optional = (p) => p.then((v) => (v === null ? undefined : v));
 
+/**
+ * A `StartResult`; a created run answers the id as `opts.id` made it (Rust holds it as UTF-8, with
+ * any lone UTF-16 surrogate replaced, as the column stores it), as the JavaScript package answers.
+ */
+const created = (r, id) => (r.created && r.runId !== id ? { ...r, runId: id } : r);
+
 function zeroRunStats() {
   const out = {};
   for (const s of enc.RUN_STATUSES) out[s] = 0;
@@ -44,16 +50,21 @@ function createStore(call, newId, contract) {
   };
 
   const store = {
-    startRun(s) {
-      return call('startRun', () => [newId(), spec(s, 'spec')]);
+    async startRun(s) {
+      let id;
+      const out = await call('startRun', () => [(id = newId()), spec(s, 'spec')]);
+      return created(out, id);
     },
-    startManyRuns(specs) {
-      return call('startManyRuns', () => {
+    async startManyRuns(specs) {
+      let ids;
+      const out = await call('startManyRuns', () => {
         c.arr(specs, 'specs');
         if (specs.length > MAX_BATCH) throw c.rangeError(`specs: at most ${MAX_BATCH} specs per call`);
         const encoded = specs.map((s, i) => spec(s, `specs[${i}]`));
-        return [encoded.map(() => newId()), encoded];
+        ids = encoded.map(() => newId());
+        return [ids, encoded];
       });
+      return out.map((r, i) => created(r, ids[i]));
     },
     async loadRun(runId) {
       const text = await call('loadRun', () => [c.str(runId, 'runId')]);

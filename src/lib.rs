@@ -30,7 +30,7 @@ mod trace;
 use {
     error::codes as errcodes,
     exec::wrapped as jsexec,
-    model::{codec, schema},
+    model::{codec, jsontext, schema},
     node::promise as js,
     node::{args, backend, params, rows, sql, turns},
     pool::{charset, config, literal},

@@ -1308,6 +1308,192 @@ function suite(ctx) {
     },
   );
 
+  test(
+    '§3 JSON columns read back as JSON.parse reads them: lone surrogates (markTerminal, retryRun, checkpoints), every JSON field',
+    TO,
+    async () => {
+      // What `message.slice(0, n)` leaves of an emoji, and other UTF-16 halves: JSON.stringify
+      // writes them as `\ud83d` escapes, JSON.parse reads them back.
+      const odd = ['x\ud83d', '\ud800', '\udc00x', 'a\udbff\udfff\udc00b', '\u2028\u0000"\\/'];
+      const err = (m) => ({ code: 'E\ud83d', message: m, stack: [m] });
+      const id = await h.start({ input: { odd }, tags: odd, parentRunId: 'p-odd' });
+      await ctx.store.checkpointStep({ runId: id, cursorKey: 's0', status: 'ok', result: odd, attempts: 1 });
+      await ctx.store.checkpointStep({
+        runId: id,
+        cursorKey: 's1',
+        status: 'ok',
+        result: null,
+        error: err(odd[0]),
+        attempts: 1,
+      });
+      await ctx.store.postSignal(id, 'sig', { odd });
+      await ctx.store.markTerminal(id, { status: 'failed', error: err(odd[0]) });
+      const expectRun = (r) => {
+        assert.deepEqual(r.input, { odd });
+        assert.deepEqual(r.tags, odd);
+        assert.deepEqual(r.error, err(odd[0]));
+      };
+      expectRun(await ctx.store.loadRunRow(id));
+      const snap = await ctx.store.loadRun(id);
+      expectRun(snap.run);
+      assert.deepEqual(snap.steps.get('s0').result, odd);
+      assert.deepEqual(snap.steps.get('s1').error, err(odd[0]));
+      assert.deepEqual(snap.signals[0].payload, { odd });
+      expectRun((await ctx.store.loadRunRows([id]))[0]);
+      expectRun((await ctx.store.listRuns({}, { limit: 10 })).runs[0]);
+      expectRun((await ctx.store.childrenOf('p-odd'))[0]);
+      for (const m of odd.slice(1)) {
+        await ctx.rows(`UPDATE ${ctx.t.run} SET status = 'running' WHERE id = ?`, [id]);
+        await ctx.store.markTerminal(id, { status: 'failed', error: err(m) });
+        assert.deepEqual((await ctx.store.loadRunRow(id)).error, err(m), JSON.stringify(m));
+      }
+      // a failed run that retryRun re-queues, then fails again with a cut message
+      assert.deepEqual(await ctx.store.retryRun(id), { retried: true });
+      await ctx.store.markTerminal(id, { status: 'failed', error: err('\udc00x') });
+      assert.deepEqual((await ctx.store.loadRunRow(id)).error, err('\udc00x'));
+      // a checkpoint that loses the race reads the stored memo back
+      const replay = await ctx.store.checkpointStep({
+        runId: id,
+        cursorKey: 's1',
+        status: 'ok',
+        result: 1,
+        attempts: 2,
+      });
+      assert.deepEqual(replay.error, err(odd[0]));
+      await cron('c-odd', 'f', at(0), { input: { odd } });
+      assert.deepEqual((await ctx.store.listCrons())[0].input, { odd });
+      assert.deepEqual((await ctx.store.dueCrons(at(0), 10))[0].input, { odd });
+      // the engine's tick reads the run after claiming it
+      await ctx.queue.enqueue(id);
+      const [lease] = await claim(0);
+      assert.deepEqual((await ctx.store.loadRunRow(lease.runId)).error, err('\udc00x'));
+    },
+  );
+
+  test(
+    '§3 stored JSON written by others decodes as JSON.parse decodes it: escapes, big numbers, duplicate keys, deep nesting',
+    TO,
+    async () => {
+      const id = await h.start();
+      const set = (col, text) => ctx.rows(`UPDATE ${ctx.t.run} SET ${col} = ? WHERE id = ?`, [text, id]);
+      const deep = 2000;
+      const texts = [
+        '{"a":1,"a":2}',
+        ' [1e400, -1e400, 123456789012345678901234567890, 0.1, -0, 1E-400] ',
+        '"\\u0041\\/\\b\\f\\n\\r\\t\\ud83d\\ude00\\uDC00"',
+        '{"__proto__":{"x":1},"constructor":2}',
+        `${'['.repeat(deep)}"bottom"${']'.repeat(deep)}`,
+        '\t\r\n null \n',
+      ];
+      // deepStrictEqual recurses too deep for the nested one: compare its JSON text instead
+      const same = (a, b, text) =>
+        text.startsWith('[[')
+          ? assert.equal(JSON.stringify(a), JSON.stringify(b))
+          : assert.deepStrictEqual(a, b, text.slice(0, 40));
+      for (const text of texts) {
+        await set('output', text);
+        const want = JSON.parse(text);
+        same((await ctx.store.loadRunRow(id)).output, want, text);
+        same((await ctx.store.loadRun(id)).run.output, want, text);
+      }
+      // duplicate keys: the last one decides what the FlowError / tags checks see, as in JSON.parse
+      await set('error', '{"code":1,"message":"m","code":"E"}');
+      assert.deepEqual((await ctx.store.loadRunRow(id)).error, { code: 'E', message: 'm' });
+      await set('error', '{"code":"E","message":"m","message":null}');
+      await assert.rejects(ctx.store.loadRunRow(id), contractError);
+      await set('error', '{"\\u0063ode":"E","message":"\\ud83d"}');
+      assert.deepEqual((await ctx.store.loadRunRow(id)).error, { code: 'E', message: '\ud83d' });
+      await set('tags', '["\\ud800","b"]');
+      assert.deepEqual((await ctx.store.loadRunRow(id)).tags, ['\ud800', 'b']);
+    },
+  );
+
+  test(
+    '§3 a stored JSON cell JSON.parse refuses fails only the calls that read its run, naming the run',
+    TO,
+    async () => {
+      const bad = await h.start({ parentRunId: 'p' });
+      const good = await h.start({ parentRunId: 'p' });
+      await ctx.store.checkpointStep({ runId: bad, cursorKey: 's0', status: 'ok', result: 1, attempts: 1 });
+      const named = (e) => contractError(e) && e.message.includes(`run ${bad}`);
+      for (const [table, col, text] of [
+        ['run', 'input', '{"a":1'],
+        ['run', 'output', '1},"id":"evil"'],
+        ['run', 'tags', "['a']"],
+        ['step', 'result', 'undefined'],
+        ['signal', 'payload', '"\u0001"'],
+      ]) {
+        if (table === 'signal') await ctx.store.postSignal(bad, 'sig', 1);
+        const key = table === 'run' ? 'id' : 'run_id';
+        await ctx.rows(`UPDATE ${ctx.t[table]} SET ${col} = ? WHERE ${key} = ?`, [text, bad]);
+        await assert.rejects(ctx.store.loadRun(bad), named, `${table}.${col} ${text}`);
+        if (table === 'run') {
+          await assert.rejects(ctx.store.loadRunRow(bad), named);
+          await assert.rejects(ctx.store.listRuns({}, { limit: 10 }), named);
+          await assert.rejects(ctx.store.childrenOf('p'), named);
+        }
+        assert.equal((await ctx.store.loadRunRow(good)).id, good, 'another run still reads');
+        assert.equal((await ctx.store.loadRun(good)).run.id, good);
+        await ctx.rows(`UPDATE ${ctx.t[table]} SET ${col} = NULL WHERE ${key} = ?`, [bad]);
+      }
+      assert.equal((await ctx.store.loadRun(bad)).run.id, bad, 'readable again');
+    },
+  );
+
+  test(
+    '§3 requireVersion is a comparison: a version no job has (-1, beyond every one) is fenced, never an argument error',
+    TO,
+    async () => {
+      const id = await h.start();
+      await ctx.queue.enqueue(id);
+      const cp = { runId: id, cursorKey: 's0', status: 'ok', result: 'r', attempts: 1 };
+      for (const v of [-1, -Number.MAX_SAFE_INTEGER, 2, Number.MAX_SAFE_INTEGER]) {
+        assert.deepEqual(await ctx.store.checkpointStep(cp, fencedOutbox(id, v)), {
+          status: 'ok',
+          attempts: 1,
+          committed: false,
+        });
+      }
+      assert.equal(await ctx.count('step'), 0);
+      assert.deepEqual(await h.idsIn('job'), [id]);
+      // suspendRun and markTerminal do not fence (as 3.0.0): the write and its outbox apply
+      await ctx.store.suspendRun(id, 'sleeping', { requireVersion: -1, timers: [{ runId: id, fireAt: at(5) }] });
+      assert.equal((await h.run(id)).status, 'sleeping');
+      assert.equal(Number((await h.timer(id)).fire_at), T + 5);
+      await ctx.store.markTerminal(
+        id,
+        { status: 'done', output: 1 },
+        { requireVersion: -7, enqueue: [{ runId: 'x' }] },
+      );
+      assert.equal((await h.run(id)).status, 'done');
+      assert.deepEqual(await h.idsIn('job'), [id, 'x'].sort());
+      for (const v of [1.5, '1', 2 ** 53])
+        await assert.rejects(ctx.store.checkpointStep(cp, { requireVersion: v }), /requireVersion/);
+    },
+  );
+
+  test(
+    'opts.id with a lone surrogate: startRun / startManyRuns / claim answer the ids as made (stored as U+FFFD), claim does not reject',
+    TO,
+    async () => {
+      let n = 0;
+      const b = ctx.makeBackend({ ...V3, id: () => `u${++n}\ud83d` });
+      const one = await b.store.startRun({ name: 'flow', version: 1, input: null });
+      assert.deepEqual(one, { runId: 'u1\ud83d', created: true, status: 'pending' });
+      const [two] = await b.store.startManyRuns([{ name: 'flow', version: 1, input: null }]);
+      assert.equal(two.runId, 'u2\ud83d');
+      assert.deepEqual(await h.idsIn('run'), ['u1\ufffd', 'u2\ufffd']);
+      await b.queue.enqueueMany([{ runId: one.runId }, { runId: two.runId }]);
+      const leases = await b.queue.claim({ limit: 10, leaseMs: LEASE, now: at(0) });
+      assert.deepEqual(leases.map((l) => l.token).sort(), ['u3\ud83d:u1\ufffd', 'u4\ud83d:u2\ufffd']);
+      for (const l of leases) {
+        await b.queue.heartbeat(l, { leaseMs: LEASE, now: at(1) });
+        await b.queue.ack(l, { now: at(2) });
+      }
+      assert.equal(await ctx.count('job'), 0, 'the tokens answered hold the leases');
+    },
+  );
+
   test('§3 the alpha.2 default still reads what 3.0 refuses (lenient decoding unchanged)', TO, async () => {
     const alpha2 = ctx.makeBackend({});
     const id = await h.start();

@@ -12,14 +12,22 @@
 // deleteRuns without `before`, and for rows tied on the ORDER BY of claim / dueBatch / dueCrons,
 // the generator first asks the reference's tables and picks a limit that selects the same SET on
 // every side (0, all of them, or one that does not cut through a tie); WITHIN a group of tied rows
-// the answers are compared sorted (for claim: the leased runs, and the multiset of token ids the
-// group took — the ids are handed out in answer order), and childrenOf ("any order") is compared
-// sorted. A claim whose answers differ only in the order of tied rows is not a mismatch; that side
-// then adopts the reference's tables, so that the lease tokens agree again. `seq` values may differ
+// the answers are compared sorted (for a claim with a flow filter: the leased runs, and the
+// multiset of token ids the group took — the ids are handed out in answer order; README,
+// "Differences from 3.0.0"), and childrenOf ("any order") is compared sorted. A claim without a
+// flow filter is compared exactly, tokens included. A filtered claim whose answers differ only in
+// the order of tied rows is not a mismatch; that side then adopts the reference's tables, so that
+// the lease tokens agree again. `seq` values may differ
 // (gaps of ignored inserts, docs/contract.md §13.9): a listRuns cursor is compared as "the seq of
 // the page's last row on that side", and the tables without seq but with the order of ids by seq.
 // Documented differences (README, "Differences"): `listRuns({ status: [] })` must reject on both
 // sides, the error class is not compared.
+//
+// The generated values include what JavaScript strings hold and UTF-8 does not: lone UTF-16
+// surrogates and odd escapes in every JSON field (inputs, outputs, FlowErrors, tags, results,
+// payloads) and in every string argument's pool, and every 13th generated id; fencing versions
+// (`requireVersion`) below 0, at 0, above the job's version and at the safe-integer limits, in
+// checkpointStep, suspendRun and markTerminal outboxes; big and tiny numbers.
 //
 // Each sequence also makes three bulk calls near its end: startManyRuns of 100–250 specs,
 // enqueueMany of 1,200–2,500 requests (the reference writes 1,000 rows per statement), and a claim
@@ -94,20 +102,36 @@ const TERMINAL = TERMINAL_STATUSES;
 const ACTIVE = RUN_STATUSES.filter((s) => !TERMINAL.includes(s));
 const SUSPEND = ['sleeping', 'awaiting_signal', 'awaiting_child', 'retrying'];
 
+// Strings JavaScript holds and UTF-8 does not: lone UTF-16 surrogates (what `message.slice(0, n)`
+// leaves of an emoji), plus escapes JSON.stringify writes. In JSON values they are kept exactly
+// (`\ud83d` escapes), in text columns they become U+FFFD (so 'x\ud800' and 'x\udc00' collide).
+const ODD = [
+  'x\ud83d',
+  '\ud800',
+  '\udc00x',
+  '😀'.slice(0, 1) + 'cut',
+  'a\udbff\udfff\udc00b',
+  '\\u0041 \\ud83d',
+  '\u2028\u2029',
+  '\u0000\u001f\u007f',
+  '"\\/\b\f\n\r\t',
+];
+
 // Small pools, so that keys, names and tags collide (case variants included: the default collation
-// is case-insensitive for names and keys, JSON tag matching is not).
-const NAMES = ['alpha', 'beta', 'Alpha'];
+// is case-insensitive for names and keys, JSON tag matching is not), each with a lone surrogate.
+const NAMES = ['alpha', 'beta', 'Alpha', 'be\ud83d'];
 const VERSIONS = [1, 2];
-const KEYS = ['k1', 'k2', 'k3', 'K1'];
-const TAGS = ['t1', 't2', 'T1', 'cron:c1'];
-const SIGNAL_NAMES = ['approve', 'note'];
-const SIGNAL_KEYS = ['s1', 's2', 'S1'];
-const CURSOR_KEYS = ['s0', 's1', 's2', 's3'];
-const GHOSTS = ['ghost-1', 'ghost-2'];
-const CRON_NAMES = ['c1', 'c2', 'C1', 'c3'];
+const KEYS = ['k1', 'k2', 'k3', 'K1', 'k\udc00'];
+const TAGS = ['t1', 't2', 'T1', 'cron:c1', 't\ud800', '\udc00'];
+const SIGNAL_NAMES = ['approve', 'note', 'no\udc00te'];
+const SIGNAL_KEYS = ['s1', 's2', 'S1', 's\ud83d'];
+const CURSOR_KEYS = ['s0', 's1', 's2', 's3', 's\ud800'];
+const GHOSTS = ['ghost-1', 'ghost-2', 'ghost-\udfff'];
+const CRON_NAMES = ['c1', 'c2', 'C1', 'c3', 'c\ud83d'];
 // Case and trailing-space variants too (MariaDB's PAD SPACE collation compares them equal).
-const SCHEDULES = ['0 0 * * *', '*/5 * * * *', '@daily', '@DAILY', '0 0 * * * '];
-const CLAIM_NAMES = ['alpha', 'beta', 'ALPHA', 'nope'];
+const SCHEDULES = ['0 0 * * *', '*/5 * * * *', '@daily', '@DAILY', '0 0 * * * ', '@daily\ud83d'];
+const CLAIM_NAMES = ['alpha', 'beta', 'ALPHA', 'nope', 'be\ud83d'];
+const CALLS_OF_STEPS = ['step:a', 'step:b', 'sleep', 'signal:approve', 'invoke:kid', 'step:\ud83d'];
 const PAYLOADS = [
   null,
   0,
@@ -122,6 +146,10 @@ const PAYLOADS = [
   {},
   [1, null, 'two', { deep: { er: [false] } }],
   { a: 1, b: { c: [1, 2, 3] }, 'k ey': 'v', '\u00e9': '\u0000nul' },
+  ...ODD,
+  ODD,
+  { [ODD[0]]: ODD[1], [ODD[2]]: [ODD[3], { deep: ODD[4] }], '\ud800': ODD[5] },
+  [1.7976931348623157e308, 2 ** 53 + 2, -1e-320, 5e-324, -0.5],
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -199,7 +227,11 @@ const SIDES = [
 
 function makeBackend(side, seqNo) {
   const counter = { n: 0 };
-  const id = () => `id${seqNo}-${++counter.n}`;
+  // Every 13th id ends in a lone surrogate (stored as U+FFFD; answered as made, by both packages).
+  const id = () => {
+    const n = ++counter.n;
+    return n % 13 === 0 ? `id${seqNo}-${n}\ud83d` : `id${seqNo}-${n}`;
+  };
   let backend;
   if (side.label === 'reference') backend = ref.createMysqlBackend(refSql, { prefix: side.prefix, id });
   else {
@@ -496,8 +528,14 @@ test(
       let clock = 0;
       const now = (lo = -300, hi = 300) => at(clock + int(lo, hi));
 
+      // One form per run: the first seen. A run whose id has a lone surrogate is also answered in
+      // its stored form (U+FFFD) by reads and idempotency hits; naming one run in both forms in one
+      // enqueueMany is a documented difference (README, "Differences from 3.0.0").
+      const stored = new Set();
       const addRun = (id) => {
-        if (id && !model.runs.includes(id)) model.runs.push(id);
+        if (!id || stored.has(id.toWellFormed())) return;
+        stored.add(id.toWellFormed());
+        model.runs.push(id);
       };
       const anyRun = () => (model.runs.length === 0 || chance(0.1) ? pick(GHOSTS) : pick(model.runs));
       const recentRun = () => (model.runs.length === 0 || chance(0.08) ? pick(GHOSTS) : pick(model.runs.slice(-12)));
@@ -543,8 +581,11 @@ test(
       // ----- argument generators ----------------------------------------------------------------
       const payload = () => (chance(0.1) ? undefined : structuredClone(pick(PAYLOADS)));
       const flowError = () => {
-        const e = { code: pick(['E_BOOM', 'E_TIMEOUT']), message: pick(['boom', 'ünïcødé ✓']) };
-        if (chance(0.4)) e.stack = 'Error: boom\n    at x (y.js:1:2)';
+        const e = {
+          code: pick(['E_BOOM', 'E_TIMEOUT', 'E\ud83d']),
+          message: chance(0.4) ? pick(ODD) : pick(['boom', 'ünïcødé ✓']),
+        };
+        if (chance(0.4)) e.stack = chance(0.3) ? `Error: ${pick(ODD)}` : 'Error: boom\n    at x (y.js:1:2)';
         return e;
       };
       const runSpec = (extra = {}) => {
@@ -605,8 +646,21 @@ test(
         }
         if (chance(0.2)) fx.joinTarget = { runId: chance(0.8) ? runId : anyRun(), count: int(0, 3) };
         if (fencing && chance(0.3)) {
+          // the job's version, or one it does not have: near it, below 0, beyond every version
           const v = await jobVersionOf(runId);
-          fx.requireVersion = v !== undefined && chance(0.75) ? v : int(1, 4);
+          fx.requireVersion =
+            v !== undefined && chance(0.6)
+              ? v
+              : pick([
+                  int(1, 4),
+                  (v ?? 1) + int(1, 3),
+                  0,
+                  -1,
+                  -int(2, 9),
+                  2 ** 31,
+                  Number.MAX_SAFE_INTEGER,
+                  -Number.MAX_SAFE_INTEGER,
+                ]);
         }
         if (chance(0.1)) return undefined;
         return fx;
@@ -627,6 +681,16 @@ test(
         const live = [...R.leases.keys()];
         if (live.length === 0) return undefined;
         return pick(live);
+      };
+
+      /** Records a side's new leases (superseded ones become stale). */
+      const claimed = (side, a) => {
+        if (!a.ok) return;
+        for (const l of a.raw) {
+          const prev = side.leases.get(l.runId);
+          if (prev) side.old.push(prev);
+          side.leases.set(l.runId, l);
+        }
       };
 
       // ----- the operations: each returns { args(side) => [...], call(b, ...args), after?, normalise? } --
@@ -668,7 +732,7 @@ test(
           const runId = recentRun();
           const c = { runId, cursorKey: pick(CURSOR_KEYS), status: 'ok', result: payload(), attempts: int(0, 3) };
           if (chance(0.15)) c.error = flowError();
-          if (chance(0.7)) c.call = pick(['step:a', 'step:b', 'sleep', 'signal:approve', 'invoke:kid']);
+          if (chance(0.7)) c.call = pick(CALLS_OF_STEPS);
           const fx = chance(0.75) ? await outbox(runId, { fencing: true }) : undefined;
           return {
             args: fx === undefined ? same(c) : same(c, fx),
@@ -678,7 +742,7 @@ test(
         },
         suspendRun: async () => {
           const runId = recentRun();
-          const fx = chance(0.7) ? await outbox(runId) : undefined;
+          const fx = chance(0.7) ? await outbox(runId, { fencing: chance(0.3) }) : undefined;
           const args = [runId, pick(SUSPEND)];
           if (fx !== undefined) args.push(fx);
           return {
@@ -698,7 +762,7 @@ test(
                 : chance(0.5)
                   ? { status: 'canceled' }
                   : { status: 'canceled', error: flowError() };
-          const fx = chance(0.5) ? await outbox(runId) : undefined;
+          const fx = chance(0.5) ? await outbox(runId, { fencing: chance(0.3) }) : undefined;
           const args = [runId, o];
           if (fx !== undefined) args.push(fx);
           return {
@@ -852,11 +916,17 @@ test(
           const opts = { limit, leaseMs: int(100, 2000), now: n };
           if (ns !== undefined) opts.names = ns;
           const keyOfRun = new Map(rows.map((r) => [r.run_id, tieKey(r)]));
+          // Without a flow filter both sides send the same single-table SELECT, so tied rows come
+          // in the same order and every lease must get the same token: compared exactly.
+          if (!ns?.length) return { args: same(opts), call: (b, o) => b.queue.claim(o), afterEach: claimed };
           return {
             args: same(opts),
             call: (b, o) => b.queue.claim(o),
-            // Rows tied on (priority, run_at) come in any order, and take their tokens' ids in that
-            // order: compare per tie group the runs (sorted) and the multiset of token ids.
+            // With `names`, the reference (through the MariaDB shim) sorts every due job and drops
+            // other flows' afterwards, we sort only the wanted flows' jobs (README, "Differences
+            // from 3.0.0"): rows tied on (priority, run_at) may come in another order, and take
+            // their tokens' ids in that order. Compare per tie group the runs (sorted) and the
+            // multiset of token ids.
             normalise: (_side, v) =>
               tieGroups(
                 v,
@@ -874,14 +944,7 @@ test(
                 }),
               ),
             tieSensitive: true,
-            afterEach: (side, a) => {
-              if (!a.ok) return;
-              for (const l of a.raw) {
-                const prev = side.leases.get(l.runId);
-                if (prev) side.old.push(prev);
-                side.leases.set(l.runId, l);
-              }
-            },
+            afterEach: claimed,
           };
         },
         heartbeat: () => {

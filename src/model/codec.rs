@@ -10,6 +10,7 @@
 //! reads, the JSON writer, and (through `rowShapes()`) the keys JS fills in and turns into Dates.
 
 use crate::error::{Error, Result};
+use crate::jsontext::{self, Kind as JsonKind};
 use crate::schema::Contract;
 use mysql_async::Value;
 use std::sync::OnceLock;
@@ -123,6 +124,11 @@ const fn col(name: &'static str, key: &'static str, kind: Kind, check: Check) ->
 /// list are derived from them.
 pub struct Shape {
     pub cols: &'static [Col],
+    /// What a row is, for the message of a row that does not decode; with `named`, its first
+    /// column names it (`run <id>`, `cron <name>`). Steps and signals are named by their run
+    /// in the caller.
+    what: &'static str,
+    named: bool,
     select: OnceLock<String>,
     names: OnceLock<Vec<&'static str>>,
 }
@@ -143,22 +149,26 @@ pub const RUN_STATUSES: &[&str] = &[
 const RUN_STATUS: Col = col("status", "status", Text, Check::OneOf(RUN_STATUSES));
 
 /// A `RunRow`.
-pub static RUN: Shape = Shape::new(&[
-    col("id", "id", Text, Required),
-    col("name", "name", Text, Required),
-    col("version", "version", Int, Required),
-    RUN_STATUS,
-    col("input", "input", Json, Free),
-    col("attempts", "attempts", Int, Required),
-    col("output", "output", Json, Free),
-    col("error", "error", Json, Check::FlowError),
-    col("idempotency_key", "idempotencyKey", Text, Free),
-    col("tags", "tags", Json, Check::Tags),
-    col("parent_run_id", "parentRunId", Text, Free),
-    col("parent_cursor_key", "parentCursorKey", Text, Free),
-    col("depth", "depth", Int, Required),
-    col("created_at", "createdAt", Epoch, Required),
-]);
+pub static RUN: Shape = Shape::new(
+    "run",
+    true,
+    &[
+        col("id", "id", Text, Required),
+        col("name", "name", Text, Required),
+        col("version", "version", Int, Required),
+        RUN_STATUS,
+        col("input", "input", Json, Free),
+        col("attempts", "attempts", Int, Required),
+        col("output", "output", Json, Free),
+        col("error", "error", Json, Check::FlowError),
+        col("idempotency_key", "idempotencyKey", Text, Free),
+        col("tags", "tags", Json, Check::Tags),
+        col("parent_run_id", "parentRunId", Text, Free),
+        col("parent_cursor_key", "parentCursorKey", Text, Free),
+        col("depth", "depth", Int, Required),
+        col("created_at", "createdAt", Epoch, Required),
+    ],
+);
 
 /// The columns of a `StepOutcome` (the memo of one step); `call_key` names the `shape` column:
 /// `shape` under 2.0.0-alpha.2, `call` under 3.0.
@@ -174,8 +184,8 @@ const fn step_cols(call_key: &'static str) -> [Col; 5] {
 
 const STEP_ALPHA2_COLS: [Col; 5] = step_cols("shape");
 const STEP_V3_COLS: [Col; 5] = step_cols("call");
-static STEP_ALPHA2: Shape = Shape::new(&STEP_ALPHA2_COLS);
-static STEP_V3: Shape = Shape::new(&STEP_V3_COLS);
+static STEP_ALPHA2: Shape = Shape::new("step", false, &STEP_ALPHA2_COLS);
+static STEP_V3: Shape = Shape::new("step", false, &STEP_V3_COLS);
 
 /// The step memo shape of `contract`.
 pub fn step(contract: Contract) -> &'static Shape {
@@ -187,23 +197,31 @@ pub fn step(contract: Contract) -> &'static Shape {
 }
 
 /// A signal of a `RunSnapshot`.
-pub static SIGNAL: Shape = Shape::new(&[
-    col("id", "id", Text, Required),
-    col("name", "name", Text, Required),
-    col("payload", "payload", Json, Free),
-]);
+pub static SIGNAL: Shape = Shape::new(
+    "signal",
+    false,
+    &[
+        col("id", "id", Text, Required),
+        col("name", "name", Text, Required),
+        col("payload", "payload", Json, Free),
+    ],
+);
 
 /// A `CronRow`.
-pub static CRON: Shape = Shape::new(&[
-    col("name", "name", Text, Required),
-    col("schedule", "schedule", Text, Required),
-    col("flow_name", "flowName", Text, Required),
-    col("flow_version", "flowVersion", Int, Required),
-    col("input", "input", Json, Free),
-    col("overlap", "overlap", Text, Check::OneOf(&["allow", "skip"])),
-    col("next_run_at", "nextRunAt", Epoch, Required),
-    col("last_run_at", "lastRunAt", Epoch, Free),
-]);
+pub static CRON: Shape = Shape::new(
+    "cron",
+    true,
+    &[
+        col("name", "name", Text, Required),
+        col("schedule", "schedule", Text, Required),
+        col("flow_name", "flowName", Text, Required),
+        col("flow_version", "flowVersion", Int, Required),
+        col("input", "input", Json, Free),
+        col("overlap", "overlap", Text, Check::OneOf(&["allow", "skip"])),
+        col("next_run_at", "nextRunAt", Epoch, Required),
+        col("last_run_at", "lastRunAt", Epoch, Free),
+    ],
+);
 
 /// Every shape JS builds objects of, by name, under `contract`.
 pub fn shapes(contract: Contract) -> [(&'static str, &'static Shape); 4] {
@@ -224,9 +242,11 @@ pub struct ShapeKey {
 }
 
 impl Shape {
-    const fn new(cols: &'static [Col]) -> Self {
+    const fn new(what: &'static str, named: bool, cols: &'static [Col]) -> Self {
         Shape {
             cols,
+            what,
+            named,
             select: OnceLock::new(),
             names: OnceLock::new(),
         }
@@ -269,7 +289,7 @@ impl Shape {
         j.open_obj();
         for (col, v) in self.cols.iter().zip(row) {
             if contract.is_v3() {
-                check(col, v)?;
+                check(col, v).map_err(|e| e.map_message(|m| format!("{}: {m}", self.who(row))))?;
             }
             match col.kind {
                 Kind::Text => j.str_field(col.key, v),
@@ -279,6 +299,14 @@ impl Shape {
         }
         j.close_obj();
         Ok(())
+    }
+
+    /// `run <id>` / `cron <name>`, or just `step` / `signal`.
+    fn who(&self, row: &[Value]) -> String {
+        match row.first().and_then(string).filter(|_| self.named) {
+            Some(name) => format!("{} {name}", self.what),
+            None => self.what.to_string(),
+        }
     }
 
     /// Rows as one JSON array.
@@ -298,7 +326,9 @@ pub fn check_status(v: &Value) -> Result<()> {
     check(&RUN_STATUS, v)
 }
 
-/// The 3.0 contract's strict decoding of one cell.
+/// The 3.0 contract's strict decoding of one cell. JSON cells must be text `JSON.parse` accepts
+/// (they are embedded verbatim in the document JS parses, see `jsontext`), and `error` / `tags`
+/// must decode as a `FlowError` / a list of strings, as the 3.0.0 decoders judge the parsed value.
 fn check(col: &Col, v: &Value) -> Result<()> {
     let bad = |what: &str| {
         Err(Error::Contract(format!(
@@ -308,40 +338,37 @@ fn check(col: &Col, v: &Value) -> Result<()> {
     };
     let is_null = matches!(v, Value::NULL);
     match col.check {
-        Check::Free => Ok(()),
-        Check::Required if is_null => bad("is NULL"),
-        Check::Required => Ok(()),
-        Check::OneOf(_) if is_null => bad("is NULL"),
-        Check::OneOf(allowed) => match text(v) {
-            Some(t) if allowed.contains(&t) => Ok(()),
-            _ => bad(&format!(
-                "holds {:?}, not one of {allowed:?}",
-                string(v).unwrap_or_default()
-            )),
-        },
-        _ if is_null => Ok(()),
-        Check::FlowError => {
-            let parsed = text(v).and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok());
-            let is_error = parsed.as_ref().is_some_and(|e| {
-                e.get("code").is_some_and(serde_json::Value::is_string)
-                    && e.get("message").is_some_and(serde_json::Value::is_string)
-            });
-            if is_error {
-                Ok(())
-            } else {
-                bad("is not a FlowError ({ code, message })")
+        Check::Required if is_null => return bad("is NULL"),
+        Check::OneOf(_) if is_null => return bad("is NULL"),
+        Check::OneOf(allowed) => {
+            return match text(v) {
+                Some(t) if allowed.contains(&t) => Ok(()),
+                _ => bad(&format!(
+                    "holds {:?}, not one of {allowed:?}",
+                    string(v).unwrap_or_default()
+                )),
             }
         }
-        Check::Tags => {
-            let parsed = text(v).and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok());
-            match parsed {
-                Some(serde_json::Value::Null) => Ok(()),
-                Some(serde_json::Value::Array(items)) if items.iter().all(|i| i.is_string()) => {
-                    Ok(())
-                }
-                _ => bad("is not an array of strings"),
-            }
+        _ => {}
+    }
+    if col.kind != Kind::Json || is_null {
+        return Ok(());
+    }
+    let top = match text(v).map(jsontext::scan) {
+        Some(Ok(top)) => top,
+        Some(Err(e)) => return bad(&format!("is not JSON ({e})")),
+        None => return bad("is not text"),
+    };
+    match col.check {
+        Check::FlowError
+            if top.kind != JsonKind::Object || !top.code_is_string || !top.message_is_string =>
+        {
+            bad("is not a FlowError ({ code, message })")
         }
+        Check::Tags if top.kind != JsonKind::Null && !top.all_strings => {
+            bad("is not an array of strings")
+        }
+        _ => Ok(()),
     }
 }
 

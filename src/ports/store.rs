@@ -92,7 +92,8 @@ fn start_result(t: &Schema, run_id: &str, outcomes: &[Outcome]) -> Result<StartR
         Error::Contract("startRun: the idempotency key was neither inserted nor found".into())
     })?;
     if t.contract.is_v3() {
-        codec::check_status(&row[1])?;
+        let id = string(&row[0]).unwrap_or_default();
+        codec::check_status(&row[1]).map_err(|e| e.map_message(|m| format!("run {id}: {m}")))?;
     }
     Ok(StartResult {
         run_id: string(&row[0]).unwrap_or_default(),
@@ -281,6 +282,11 @@ fn snapshot_json(
     signals: &[Vec<Value>],
 ) -> Result<String> {
     let step = codec::step(t.contract);
+    // A step or signal that does not decode names its run.
+    let of_run = |e: Error| {
+        let id = run.first().and_then(string).unwrap_or_default();
+        e.map_message(|m| format!("run {id}: {m}"))
+    };
     let mut j = JsonOut::new();
     j.open_obj();
     j.key("run");
@@ -290,12 +296,13 @@ fn snapshot_json(
     for r in steps {
         j.open_arr();
         j.str(&r.first().and_then(string).unwrap_or_default());
-        step.write(&mut j, r.get(1..).unwrap_or_default(), t.contract)?;
+        step.write(&mut j, r.get(1..).unwrap_or_default(), t.contract)
+            .map_err(of_run)?;
         j.close_arr();
     }
     j.close_arr();
     j.key("signals");
-    j.raw(&SIGNAL.write_all(signals, t.contract)?);
+    j.raw(&SIGNAL.write_all(signals, t.contract).map_err(of_run)?);
     j.close_obj();
     Ok(j.finish())
 }
@@ -446,7 +453,8 @@ pub async fn mark_running<E: Exec>(e: &mut E, t: &Schema, run_id: &str) -> Resul
     let row = first_row(&rows, 0)
         .ok_or_else(|| Error::Contract(format!("markRunning: run {run_id} not found")))?;
     if t.contract.is_v3() {
-        codec::check_status(&row[1])?;
+        codec::check_status(&row[1])
+            .map_err(|e| e.map_message(|m| format!("run {run_id}: {m}")))?;
     }
     req_int(&row[0], "attempts")
 }
@@ -554,7 +562,9 @@ fn memo(t: &Schema, c: &CheckpointArg, row: Option<&Vec<Value>>) -> Result<Strin
     let row =
         row.ok_or_else(|| Error::Contract(format!("checkpointStep: run {} not found", c.run_id)))?;
     let mut j = JsonOut::new();
-    codec::step(t.contract).write(&mut j, row, t.contract)?;
+    codec::step(t.contract)
+        .write(&mut j, row, t.contract)
+        .map_err(|e| e.map_message(|m| format!("run {}: {m}", c.run_id)))?;
     Ok(j.finish())
 }
 
