@@ -2,14 +2,14 @@
 // iterativeflow-mysql-native — drop-in for @iterativeflow/mysql, native core. The default
 // contract is 2.0.0-alpha.2; `{ contract: '3.0.0' }` (or the `/v3` entry) selects 3.0.0.
 const { mysqlPool } = require('./lib/sql');
-const { CHANNELS, MYSQL2_CHANNELS } = require('./lib/tracing');
-const { traceOpenTelemetry } = require('./lib/otel');
+const { CHANNELS, MYSQL2_CHANNELS } = require('./lib/observe/tracing');
+const { traceOpenTelemetry } = require('./lib/observe/otel');
 const { createMysqlBackend } = require('./lib/backend');
 const { ddl, applySchema, tables } = require('./lib/schema');
 const { inTx } = require('./lib/intx');
 const { checkDatabase } = require('./lib/doctor');
 const { mysqlClassify } = require('./lib/classify');
-const { createMysqlListener } = require('./lib/listener');
+const { createMysqlListener } = require('./lib/push/listener');
 
 module.exports.mysqlPool = mysqlPool;
 module.exports.createMysqlBackend = createMysqlBackend;

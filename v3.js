@@ -2,14 +2,14 @@
 // iterativeflow-mysql-native/v3 — the same package with the 3.0.0 contract as the default:
 // a drop-in for @iterativeflow/mysql 3.0.0 (see README, "Choosing the contract").
 const { mysqlPool } = require('./lib/sql');
-const { CHANNELS, MYSQL2_CHANNELS } = require('./lib/tracing');
-const { traceOpenTelemetry } = require('./lib/otel');
+const { CHANNELS, MYSQL2_CHANNELS } = require('./lib/observe/tracing');
+const { traceOpenTelemetry } = require('./lib/observe/otel');
 const { backendOf } = require('./lib/backend');
 const { ddlOf, applySchemaOf, tables } = require('./lib/schema');
 const { inTxOf } = require('./lib/intx');
 const { checkDatabaseOf } = require('./lib/doctor');
 const { mysqlClassify } = require('./lib/classify');
-const { createMysqlListener } = require('./lib/listener');
+const { createMysqlListener } = require('./lib/push/listener');
 
 const V3 = '3.0.0';
 

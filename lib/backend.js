@@ -9,7 +9,7 @@ const { createQueue } = require('./queue');
 const { createStore } = require('./store');
 const { createTimer } = require('./timer');
 const { createWakeup } = require('./wakeup');
-const { listenerOf, withListener } = require('./nudges');
+const { listenerOf, withListener } = require('./push/nudges');
 const { CONTRACTS } = require('./shapes');
 
 /** Id sources from `opts.id`: run/signal ids (VARCHAR(191) keys) and lease-token halves. */

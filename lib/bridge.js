@@ -1,5 +1,5 @@
 'use strict';
-// The wrapped-Sql bridge: how Rust's wrapped executor (src/jsexec.rs) reaches a user's `Sql`.
+// The wrapped-Sql bridge: how Rust's wrapped executor (src/exec/wrapped.rs) reaches a user's `Sql`.
 // Each request is JSON: a statement (`{ q, t, p }` → `sql.query` / `sql.exec` on the current
 // target) or `{ op: 'begin' | 'commit' | 'rollback' }`, which Rust sends when the unit is a
 // transaction: `begin` opens the user's `sql.tx(fn)` and makes its handle the target until
@@ -8,10 +8,10 @@
 // One unit, one call of `fn`: a `tx` that calls `fn` again (a retry after its COMMIT failed, as
 // Galera advice goes) gets that call refused at once, so that its transaction ends and gives its
 // connection back; `commit` then answers RERUN, and Rust rejects the backend call as a unit that
-// was not committed (src/jsexec.rs).
+// was not committed (src/exec/wrapped.rs).
 
 const ROLLBACK = Symbol('rollback requested by the backend');
-/** The answer to `commit` when the wrapped tx called `fn` again (src/jsexec.rs reads it). */
+/** The answer to `commit` when the wrapped tx called `fn` again (src/exec/wrapped.rs reads it). */
 const RERUN = '{"rerun":true}';
 
 /** What a second call of `fn` rejects with. */
@@ -33,7 +33,7 @@ function jsonSafe(key, value) {
 /**
  * `(request JSON) => Promise<answer JSON>` over `sql`. The first rejection of the user's object
  * is kept in `seen.error`, so that the caller gets its own error object back. `tap(text, run)`,
- * when given, runs each statement (lib/tracing.js publishes it).
+ * when given, runs each statement (lib/observe/tracing.js publishes it).
  */
 function bridge(sql, seen, tap) {
   const statement = tap === undefined ? (text, run) => run() : tap;

@@ -7,7 +7,7 @@ const c = require('./check');
 const binding = require('./binding');
 const { bridge } = require('./bridge');
 const { nativeOf, nativeTxOf, serverInfoOf } = require('./sql');
-const tracing = require('./tracing');
+const tracing = require('./observe/tracing');
 
 /**
  * `call(method, build)`: `build()` returns the native method's arguments (or throws). `joined`:

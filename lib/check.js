@@ -1,7 +1,7 @@
 'use strict';
 // Argument checks: every bad input becomes a TypeError/RangeError naming the argument before
 // anything reaches the database. They carry the same `kind: 'argument'` and `code` as the
-// argument errors Rust builds (src/error.rs), so a caller tells them apart the same way.
+// argument errors Rust builds (src/error/mod.rs), so a caller tells them apart the same way.
 
 const MAX_KEY = 191; // VARCHAR(191) columns
 

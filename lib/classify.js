@@ -54,7 +54,7 @@ function serverErrno(e) {
 function verdictOf(e) {
   const errno = serverErrno(e);
   if (errno !== undefined) return PERMANENT.has(errno) ? 'permanent' : 'transient';
-  // This package's own argument checks (lib/check.js, src/error.rs): the same call fails the
+  // This package's own argument checks (lib/check.js, src/error/mod.rs): the same call fails the
   // same way every time, and nothing was sent.
   if (e.kind === 'argument') return 'permanent';
   // A lost, refused or timed-out connection (ours: kind 'connection'; mysql2: fatal).

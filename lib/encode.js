@@ -1,7 +1,7 @@
 'use strict';
 // Encoding of the structured arguments several port methods share (run specs, enqueue options,
 // outboxes): checked field by field, JSON values serialised once, in the flat shapes Rust takes
-// (src/args.rs).
+// (src/ports/args.rs).
 const c = require('./check');
 
 const RUN_STATUSES = [

@@ -1,5 +1,5 @@
 'use strict';
-// ddl / applySchema / tables. The statements come from Rust (src/schema.rs); this runs them.
+// ddl / applySchema / tables. The statements come from Rust (src/model/schema.rs); this runs them.
 // Under 2.0.0-alpha.2 applySchema sends the six CREATE TABLE IF NOT EXISTS statements one by one
 // (never altering a table). Under 3.0 it also brings an older layout there in place — adding
 // `signal.consumed` and `run.priority` where they are missing — and (re)creates the

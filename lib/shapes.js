@@ -1,6 +1,6 @@
 'use strict';
 // Row objects from the JSON Rust sends. Which keys a row has, and which of them are Dates, is
-// declared once, in Rust (src/codec.rs); here every key is filled in (absent ⇒ undefined, as
+// declared once, in Rust (src/model/codec.rs); here every key is filled in (absent ⇒ undefined, as
 // the JavaScript package's rows have them) and epoch numbers become Dates.
 const binding = require('./binding');
 

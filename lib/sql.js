@@ -4,12 +4,12 @@
 const c = require('./check');
 const { inspect } = require('node:util');
 const binding = require('./binding');
-const { renderPrometheus, registerPromClient, observeOpenTelemetry } = require('./metrics');
-const tracing = require('./tracing');
+const { renderPrometheus, registerPromClient, observeOpenTelemetry } = require('./observe/metrics');
+const tracing = require('./observe/tracing');
 
 const NATIVE = Symbol('iterativeflow.nativeSql');
 const NATIVE_TX = Symbol('iterativeflow.nativeTx');
-/** What the tracing channels say about the pool a handle belongs to (lib/tracing.js). */
+/** What the tracing channels say about the pool a handle belongs to (lib/observe/tracing.js). */
 const SERVER = Symbol('iterativeflow.server');
 
 function fail(msg) {
@@ -148,7 +148,7 @@ function stripUndefined(o) {
 }
 
 /**
- * The most values one statement's parameters may hold (src/params.rs, MAX_VALUES): checked here
+ * The most values one statement's parameters may hold (src/node/params.rs, MAX_VALUES): checked here
  * for the top-level list, which napi converts (allocating room for `length` values) before
  * Rust can look at it; Rust checks the nested lists against the same bound.
  */
@@ -292,7 +292,7 @@ class MysqlSql {
   stats() {
     return this.#native.stats();
   }
-  /** `stats()` in the Prometheus text format (lib/metrics.js). */
+  /** `stats()` in the Prometheus text format (lib/observe/metrics.js). */
   prometheus(opts) {
     return renderPrometheus(this.stats(), opts);
   }
@@ -315,7 +315,7 @@ class MysqlSql {
   }
 }
 
-/** `opts.tracing`: `{ mysql2?: boolean, values?: boolean }` (see lib/tracing.js). */
+/** `opts.tracing`: `{ mysql2?: boolean, values?: boolean }` (see lib/observe/tracing.js). */
 function tracingOpts(t) {
   if (t === undefined || t === null) return undefined;
   if (typeof t !== 'object') throw fail('opts.tracing must be an object');

@@ -13,26 +13,14 @@
 //! - `pool`: connections: options, literal rendering, the connection's character set.
 //! - `model`: the on-disk format (schema, DDL, contracts) and the row shapes (codec).
 //! - `error`: the errors every layer returns, and the JS error objects they become.
-//! - `metrics`: counters cheap enough to stay on.
+//! - `observe`: what the package tells about itself: counters cheap enough to stay on
+//!   (`metrics`) and per-call statement traces for the tracing channels (`trace`).
 #![deny(clippy::all)]
 
 mod error;
 mod exec;
-mod metrics;
 mod model;
 pub mod node;
+mod observe;
 mod pool;
 mod ports;
-mod trace;
-
-// Old flat names, kept while the branches written before the move land (see CONTRIBUTING).
-#[allow(unused_imports)]
-use {
-    error::codes as errcodes,
-    exec::wrapped as jsexec,
-    model::{codec, jsontext, schema},
-    node::promise as js,
-    node::{args, backend, params, rows, sql, turns},
-    pool::{charset, config, literal},
-    ports::{queue, statements, store, timer},
-};

@@ -1,4 +1,4 @@
-// The tracing channels (lib/tracing.js): one event per port call with its statements and
+// The tracing channels (lib/observe/tracing.js): one event per port call with its statements and
 // connection checkouts as children, user statements live, the caller's async context kept
 // across the Rust boundary, nothing armed without a subscriber, mysql2's names on request.
 import { AsyncLocalStorage } from 'node:async_hooks';

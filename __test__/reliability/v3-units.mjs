@@ -16,7 +16,7 @@ const require = createRequire(import.meta.url);
 export const v3 = require('../../v3.js');
 
 const T = Date.parse('2030-01-01T00:00:00Z');
-const ENQUEUE_ROWS = 1000; // rows per enqueue statement (src/statements.rs)
+const ENQUEUE_ROWS = 1000; // rows per enqueue statement (src/ports/statements.rs)
 const pad = (ctx) => 'x'.repeat(ctx.padBytes || 0);
 const n = (v) => Number(v);
 

@@ -1,5 +1,5 @@
 'use strict';
-// The expected layouts, parsed from the DDL applySchema runs (src/schema.rs), so that they cannot
+// The expected layouts, parsed from the DDL applySchema runs (src/model/schema.rs), so that they cannot
 // drift from what it creates; plus the column-type and default normalisation the actual layout
 // (facts.js) goes through too, so that both sides compare alike.
 const binding = require('../binding');

@@ -5,7 +5,8 @@
 //! `contract`), a symbolic `code`, and for server errors mysql2's `errno` and `sqlState`. The
 //! JavaScript side parses nothing. Messages never hold a password (see `PoolHandle::redact`).
 
-use crate::errcodes;
+pub(crate) mod codes;
+
 use napi::bindgen_prelude::*;
 use napi::sys;
 use std::ffi::CString;
@@ -123,7 +124,7 @@ impl Error {
         match self {
             Error::Invalid(_) => "ERR_INVALID_ARG".into(),
             Error::Range(_) => "ERR_OUT_OF_RANGE".into(),
-            Error::Server { code, .. } => errcodes::name(*code),
+            Error::Server { code, .. } => codes::name(*code),
             Error::Connection { code, .. } => (*code).into(),
             Error::Timeout(_) => "ETIMEDOUT".into(),
             Error::Aborted(_) => "ERR_UNIT_ABORTED".into(),
@@ -351,5 +352,3 @@ mod tests {
         );
     }
 }
-
-pub(crate) mod codes;

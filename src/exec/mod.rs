@@ -6,10 +6,12 @@
 //! statement was seen to succeed. The wrapped executor (`jsexec.rs`) sends statements one by one
 //! through a user's JS `Sql` object.
 
-use crate::charset;
+pub(crate) mod wrapped;
+
 use crate::error::{Error, Result};
-use crate::literal;
-use crate::trace;
+use crate::observe::trace;
+use crate::pool::charset;
+use crate::pool::literal;
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Pool, Row, Value};
 use std::borrow::Cow;
@@ -109,7 +111,7 @@ pub struct PoolHandle {
     /// Round trips sent by backend executors (for benchmarks and tests).
     pub round_trips: AtomicU64,
     /// Per port method calls, errors and latencies; statements sent.
-    pub metrics: crate::metrics::Metrics,
+    pub metrics: crate::observe::metrics::Metrics,
     pub max_packet: AtomicU64,
     /// What identifies our statements to the session killer.
     pub tags: Tags,
@@ -571,7 +573,7 @@ impl Exec for NativeExec<'_> {
 }
 
 /// Whether a unit of work runs as one transaction or as autocommit statements: decided once per
-/// port method (`backend.rs`), honoured by both executors (`run` here, `jsexec::run`).
+/// port method (`backend.rs`), honoured by both executors (`run` here, `wrapped::run`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     Autocommit,
@@ -686,5 +688,3 @@ mod tests {
         );
     }
 }
-
-pub(crate) mod wrapped;

@@ -10,8 +10,8 @@
 //! reads, the JSON writer, and (through `rowShapes()`) the keys JS fills in and turns into Dates.
 
 use crate::error::{Error, Result};
-use crate::jsontext::{self, Kind as JsonKind};
-use crate::schema::Contract;
+use crate::model::jsontext::{self, Kind as JsonKind};
+use crate::model::schema::Contract;
 use mysql_async::Value;
 use std::sync::OnceLock;
 use Check::{Free, Required};

@@ -1,7 +1,7 @@
 //! Stored JSON text judged exactly as ECMAScript's `JSON.parse` reads it, without building it.
 //!
 //! Reads embed JSON columns verbatim in the document JS parses with one `JSON.parse`
-//! (`codec.rs`), so a cell must be accepted here exactly when `JSON.parse` accepts it: then the
+//! (`codec`), so a cell must be accepted here exactly when `JSON.parse` accepts it: then the
 //! value JS sees is `JSON.parse`'s own — lone-surrogate escapes (`"\ud83d"`, which JavaScript's
 //! `JSON.stringify` writes and serde_json refuses), huge numbers (a lossy double or `Infinity`),
 //! duplicate keys (the last wins) and any depth (the scan keeps an explicit stack, no recursion).

@@ -4,16 +4,22 @@
 //! logic on the native pool (autocommit or one transaction, re-run after deadlocks) or, when
 //! `lib/` passes a `via` bridge, on the wrapped JS `Sql` — which opens and settles its `tx` when
 //! the wrapped executor says so. Results cross back as plain values or JSON text; errors as the
-//! JS error objects `error.rs` builds.
+//! JS error objects `error` builds.
 
-use crate::args::{CheckpointArg, CronArg, EnqueueArg, ListArg, OutboxArg, RunSetArg, SpecArg};
-use crate::codec::StartResult;
 use crate::error::Error;
+use crate::exec::wrapped::{self, IdFn, JsIds, RunFn};
 use crate::exec::{self, Mode, PoolHandle};
-use crate::jsexec::{self, IdFn, JsIds, RunFn};
-use crate::schema::{Contract, Schema};
-use crate::sql::{NativeSql, NativeTx, TxInner};
-use crate::{js, metrics, queue, store, timer};
+use crate::model::codec::StartResult;
+use crate::model::schema::{Contract, Schema};
+use crate::node::promise;
+use crate::node::sql::{NativeSql, NativeTx, TxInner};
+use crate::observe::metrics;
+use crate::ports::args::{
+    CheckpointArg, CronArg, EnqueueArg, ListArg, OutboxArg, RunSetArg, SpecArg,
+};
+use crate::ports::queue;
+use crate::ports::store;
+use crate::ports::timer;
 use napi::bindgen_prelude::PromiseRaw;
 use napi::Env;
 use napi_derive::napi;
@@ -45,7 +51,7 @@ struct Idle {
 
 fn schema_of(env: &Env, prefix: &str, contract: &str) -> napi::Result<Arc<Schema>> {
     let schema = Contract::parse(contract).and_then(|c| Schema::new(prefix, c));
-    js::sync(env, schema).map(Arc::new)
+    promise::sync(env, schema).map(Arc::new)
 }
 
 /// Runs `$body` (an expression using `$e`, `$t` and the captured values by reference) in `$mode`:
@@ -64,11 +70,11 @@ macro_rules! unit {
         // Native calls are counted in their pool's metrics (`sql.stats()`).
         let meter = pool.clone().or_else(|| joined.as_ref().map(|j| j.tx().handle()));
         $(let $cap = Arc::new($cap);)*
-        js::promise($env, async move {
+        promise::promise($env, async move {
             let started = Instant::now();
             let result = match ($via, pool, joined) {
                 (Some(bridge), _, _) => {
-                    jsexec::run(bridge, mode, wrapped_joined, move |$e| {
+                    wrapped::run(bridge, mode, wrapped_joined, move |$e| {
                         Box::pin(async move {
                             let $t: &Schema = &tables;
                             $(let $cap = &*$cap;)*

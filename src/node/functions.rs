@@ -2,8 +2,9 @@
 //! async ones run on.
 
 use crate::model::{codec, schema};
-use crate::node::promise as js;
-use crate::{metrics, trace};
+use crate::node::promise;
+use crate::observe::metrics;
+use crate::observe::trace;
 use napi::Env;
 use napi_derive::napi;
 
@@ -11,7 +12,7 @@ use napi_derive::napi;
 #[napi(js_name = "ddl")]
 pub fn ddl_js(env: &Env, prefix: String, contract: String) -> napi::Result<Vec<String>> {
     let ddl = schema::Contract::parse(&contract).and_then(|c| schema::ddl(&prefix, c));
-    js::sync(env, ddl)
+    promise::sync(env, ddl)
 }
 
 /// What `applySchema` runs for `prefix` under `contract` (see `schema::plan`).
@@ -22,14 +23,14 @@ pub fn schema_plan(
     contract: String,
 ) -> napi::Result<schema::SchemaPlan> {
     let plan = schema::Contract::parse(&contract).and_then(|c| schema::plan(&prefix, c));
-    js::sync(env, plan)
+    promise::sync(env, plan)
 }
 
 /// The six back-quoted table names for `prefix` (throws on a bad prefix).
 #[napi]
 pub fn table_names(env: &Env, prefix: String) -> napi::Result<schema::TableNames> {
     let schema = schema::Schema::new(&prefix, schema::Contract::Alpha2);
-    js::sync(env, schema.map(schema::TableNames::from))
+    promise::sync(env, schema.map(schema::TableNames::from))
 }
 
 /// Every row shape JS builds objects of under `contract`:
@@ -39,7 +40,7 @@ pub fn row_shapes(
     env: &Env,
     contract: String,
 ) -> napi::Result<std::collections::HashMap<String, Vec<codec::ShapeKey>>> {
-    let contract = js::sync(env, schema::Contract::parse(&contract))?;
+    let contract = promise::sync(env, schema::Contract::parse(&contract))?;
     Ok(codec::shapes(contract)
         .iter()
         .map(|(name, shape)| (name.to_string(), shape.keys()))

@@ -1,8 +1,7 @@
 //! What JS holds and calls: the `#[napi]` backend object and the user's pool (`Sql`, its
-//! transactions), the decoding of what JS passes in (`args`, `params`), user result rows, and
+//! transactions), the decoding of user query parameters (`params`), user result rows, and
 //! how every call settles its promise (`promise`). May call every layer below.
 
-pub(crate) mod args;
 pub(crate) mod backend;
 // Public, as napi exports are: their registration alone does not count as a use.
 pub mod functions;

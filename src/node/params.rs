@@ -4,7 +4,7 @@
 //! anything the SQL layer cannot carry is refused with an error naming the parameter.
 
 use crate::error::{Error, Result};
-use crate::literal::{self, Bind, Strings};
+use crate::pool::literal::{self, Bind, Strings};
 use mysql_async::Value;
 use napi::bindgen_prelude::*;
 use napi::{sys, JsValue, ValueType};

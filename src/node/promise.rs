@@ -38,7 +38,7 @@ where
     settler.started(raw)?;
     let deferred = Deferred(deferred);
     // A trace JS armed for this call (only while a tracing channel has a subscriber).
-    let fut = crate::trace::traced(crate::trace::take_armed(), fut);
+    let fut = crate::observe::trace::traced(crate::observe::trace::take_armed(), fut);
     napi::bindgen_prelude::spawn(async move {
         let outcome = CatchUnwind(Box::pin(fut)).await.unwrap_or_else(|_| {
             Err(Error::Contract(

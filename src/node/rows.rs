@@ -4,7 +4,7 @@
 //! stays a string, DATE/DATETIME/TIMESTAMP become `Date` (read as UTC), binary columns become
 //! `Buffer`, JSON columns are parsed, NULL is `null`.
 
-use crate::codec::text;
+use crate::model::codec::text;
 use mysql_async::consts::{ColumnFlags, ColumnType};
 use mysql_async::{Column, Row, Value};
 use napi::bindgen_prelude::*;

@@ -4,15 +4,15 @@
 //! model as mysql2's `pool.query` (which the JavaScript package used), so any statement —
 //! DDL, multi-statement text, `SHOW` — works and values look the same.
 
-use crate::charset;
-use crate::config::{self, PoolConfig};
 use crate::error::{Error, Result};
 use crate::exec::{self, PoolHandle};
-use crate::js;
-use crate::literal;
-use crate::params::{self, Param};
-use crate::rows::UserRows;
-use crate::turns::{Turn, Turns};
+use crate::node::params::{self, Param};
+use crate::node::promise;
+use crate::node::rows::UserRows;
+use crate::node::turns::{Turn, Turns};
+use crate::pool::charset;
+use crate::pool::config::{self, PoolConfig};
+use crate::pool::literal;
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Pool, Row};
 use napi::bindgen_prelude::*;
@@ -112,7 +112,7 @@ fn convert_params(params: Option<Vec<Unknown>>) -> Result<Vec<Param>> {
 
 /// `sql` with its parameters rendered as literals: hex for strings that are not plain ASCII
 /// (the same in every session state), or quoted for `conn`'s state read just now where the
-/// statement may need plain quoted strings (see `literal.rs`).
+/// statement may need plain quoted strings (see `pool::literal`).
 async fn render(
     handle: &Arc<PoolHandle>,
     conn: &mut Conn,
@@ -182,7 +182,7 @@ async fn run_bounded(
     if !charset::may_change(sql) || matches!(&outcome, Err(e) if e.is_connection()) {
         return outcome;
     }
-    // The statement may have moved the session off utf8mb4 (see charset.rs): put it back before
+    // The statement may have moved the session off utf8mb4 (see `pool::charset`): put it back before
     // anything else runs here. If that fails the connection is lost, and so is the answer.
     session_statement(handle, conn, charset::PIN).await?;
     outcome
@@ -224,10 +224,10 @@ where
     Fut: std::future::Future<Output = Result<Outcome>> + Send + 'static,
     F: FnOnce(Outcome) -> T + Send + 'static,
 {
-    let params = js::sync(env, convert_params(params))?;
-    js::sync(env, params::check_count(&text, &params))?;
+    let params = promise::sync(env, convert_params(params))?;
+    promise::sync(env, params::check_count(&text, &params))?;
     let pending = run(text, params);
-    js::promise(env, async move { pending.await.map(shape) })
+    promise::promise(env, async move { pending.await.map(shape) })
 }
 
 impl WriteResult {
@@ -269,7 +269,7 @@ impl NativeSql {
 
     fn ensure_open(&self, env: &Env) -> napi::Result<()> {
         if self.closed.load(Ordering::Acquire) {
-            js::sync(env, Err(Error::closed()))
+            promise::sync(env, Err(Error::closed()))
         } else {
             Ok(())
         }
@@ -281,7 +281,7 @@ impl NativeSql {
     /// Builds a pool from normalised options; nothing connects until the first call.
     #[napi(constructor)]
     pub fn new(env: Env, cfg: PoolConfig) -> napi::Result<Self> {
-        let settings = js::sync(&env, config::build(&cfg))?;
+        let settings = promise::sync(&env, config::build(&cfg))?;
         let describe = format!(
             "NativeSql {{ host: {:?}, port: {}, user: {:?}, database: {:?}, password: {} }}",
             cfg.host.as_deref().unwrap_or("localhost"),
@@ -344,7 +344,7 @@ impl NativeSql {
     pub fn begin<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, NativeTx>> {
         self.ensure_open(env)?;
         let handle = self.handle.clone();
-        js::promise(env, async move {
+        promise::promise(env, async move {
             let mut conn = handle.acquire().await?;
             let begun = exec::finish(&handle, &mut conn, "BEGIN").await;
             if let Err(e) = begun {
@@ -369,7 +369,7 @@ impl NativeSql {
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
         let already = self.closed.swap(true, Ordering::AcqRel);
         let pool = self.handle.pool.clone();
-        js::promise(env, async move {
+        promise::promise(env, async move {
             if already {
                 return Ok(());
             }
@@ -601,7 +601,7 @@ impl NativeTx {
         let inner = self.inner.clone();
         // Taken now, so that it waits for exactly the calls issued before it.
         let turn = inner.turns.take();
-        js::promise(env, async move { inner.finish(turn, want).await })
+        promise::promise(env, async move { inner.finish(turn, want).await })
     }
 }
 

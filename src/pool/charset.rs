@@ -1,7 +1,7 @@
 //! The one character set every connection speaks: utf8mb4, the one it is opened with.
 //!
 //! The row codec reads every text cell as UTF-8, and the renderer writes only ASCII or
-//! `_utf8mb4` hex (`literal.rs`). mysql_async has no session tracking, so a user's `SET NAMES`
+//! `_utf8mb4` hex (`literal`). mysql_async has no session tracking, so a user's `SET NAMES`
 //! cannot be followed; connections are kept pinned instead. A user statement that may change
 //! the session's character set is followed by `PIN` before anything else runs on its
 //! connection, and a result set whose text columns arrive in another character set (a change

@@ -217,7 +217,7 @@ fn push_hex(out: &mut String, bytes: &[u8], utf8: bool) {
 }
 
 /// A value that can stand in for one `?`: a backend `Value`, or a user parameter (which may
-/// expand to a list, see `params.rs`).
+/// expand to a list, see `node::params`).
 pub trait Bind {
     fn push(&self, out: &mut String, strings: Strings) -> Result<(), String>;
     /// Whether the literal does not depend on `Strings` (no string, or a plain ASCII one).

@@ -1,13 +1,13 @@
 //! Queue port: leased jobs with `FOR UPDATE SKIP LOCKED` claims (docs/contract.md, "Queue").
 
-use crate::args::EnqueueArg;
-use crate::codec::{i, int, req_int, s, string, JsonOut};
 use crate::error::{Error, Result};
+use crate::exec::wrapped::JsIds;
 use crate::exec::{Exec, Stmt};
-use crate::jsexec::JsIds;
-use crate::literal::holes;
-use crate::schema::Schema;
-use crate::statements;
+use crate::model::codec::{i, int, req_int, s, string, JsonOut};
+use crate::model::schema::Schema;
+use crate::pool::literal::holes;
+use crate::ports::args::EnqueueArg;
+use crate::ports::statements;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// `enqueue`: upsert; an active lease is never touched. Without a priority, 2.0.0-alpha.2

@@ -8,12 +8,12 @@
 //! run on different sessions) the plain statements follow the write only once it is known to
 //! have won — the statements the JavaScript package sends.
 
-use crate::args::{EnqueueArg, OutboxArg, SpawnArg, SpecArg};
-use crate::codec::{i, int, opt_s, s};
 use crate::error::{Error, Result};
 use crate::exec::{Exec, Outcome, Stmt};
-use crate::literal::holes;
-use crate::schema::Schema;
+use crate::model::codec::{i, int, opt_s, s};
+use crate::model::schema::Schema;
+use crate::pool::literal::holes;
+use crate::ports::args::{EnqueueArg, OutboxArg, SpawnArg, SpecArg};
 use mysql_async::Value;
 
 /// The session variable that carries "the guarding write won" between statements.

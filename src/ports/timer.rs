@@ -1,11 +1,11 @@
 //! Timer port: one durable deadline per run (docs/contract.md, "Timer").
 
-use crate::codec::{i, s, string};
 use crate::error::Result;
 use crate::exec::{Exec, Stmt};
-use crate::literal::holes;
-use crate::schema::Schema;
-use crate::statements;
+use crate::model::codec::{i, s, string};
+use crate::model::schema::Schema;
+use crate::pool::literal::holes;
+use crate::ports::statements;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// `schedule`: upsert; the latest call wins.
@@ -101,7 +101,7 @@ pub async fn due_count<E: Exec>(
         ));
         params.extend(names.iter().map(|n| s(n)));
     }
-    crate::store::count(e, sql, params).await
+    crate::ports::store::count(e, sql, params).await
 }
 
 /// `nextDueAt` (3.0): the earliest deadline strictly after `now`, if any.
@@ -116,5 +116,8 @@ pub async fn next_due_at<E: Exec>(e: &mut E, t: &Schema, now: i64) -> Result<Opt
             &["at"],
         )])
         .await?;
-    Ok(out[0].rows.first().and_then(|r| crate::codec::int(&r[0])))
+    Ok(out[0]
+        .rows
+        .first()
+        .and_then(|r| crate::model::codec::int(&r[0])))
 }

@@ -3,9 +3,9 @@
 // prepared statements against max_prepared_stmt_count.
 const { check } = require('../verdict');
 
-/** mysqlPool's defaults (src/config.rs), reported when a pool's own settings are not known. */
+/** mysqlPool's defaults (src/pool/config.rs), reported when a pool's own settings are not known. */
 const POOL_DEFAULTS = { connectionLimit: 10, acquireTimeoutMs: 10_000, queryTimeoutMs: 60_000, statementCacheSize: 16 };
-/** Idle connections are dropped by the pool after this long (src/config.rs), ms. */
+/** Idle connections are dropped by the pool after this long (src/pool/config.rs), ms. */
 const POOL_IDLE_TTL_MS = 60_000;
 
 function poolChecks(f, t) {

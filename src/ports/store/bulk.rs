@@ -2,13 +2,13 @@
 
 use super::{first_row, retry_set, TAG_FILTER, TERMINAL};
 
-use crate::args::RunSetArg;
-use crate::codec::{i, int, s, string};
 use crate::error::Result;
 use crate::exec::{Exec, Stmt};
-use crate::literal::holes;
-use crate::schema::Schema;
-use crate::statements::{self};
+use crate::model::codec::{i, int, s, string};
+use crate::model::schema::Schema;
+use crate::pool::literal::holes;
+use crate::ports::args::RunSetArg;
+use crate::ports::statements::{self};
 use mysql_async::Value;
 
 /// `deleteRunsOlderThan`: pick terminal runs older than `before`, delete them and their rows

@@ -2,12 +2,12 @@
 
 use super::count;
 
-use crate::args::CronArg;
-use crate::codec::{i, opt_s, s, CRON};
 use crate::error::Result;
 use crate::exec::{Exec, Stmt};
-use crate::literal::holes;
-use crate::schema::Schema;
+use crate::model::codec::{i, opt_s, s, CRON};
+use crate::model::schema::Schema;
+use crate::pool::literal::holes;
+use crate::ports::args::CronArg;
 
 /// `upsertCron`: insert or overwrite the definition, keeping the schedule state — under 3.0
 /// only while the schedule is unchanged (a new schedule takes the new `nextRunAt`; the

@@ -7,9 +7,9 @@
 //! calls are transactions is decided once, in `backend.rs`. Rows come back as JSON text (see
 //! `codec.rs`); scalars as plain values.
 
-use crate::codec::RUN;
 use crate::exec::{Exec, Outcome, Stmt};
-use crate::schema::Schema;
+use crate::model::codec::RUN;
+use crate::model::schema::Schema;
 use mysql_async::Value;
 
 mod bulk;

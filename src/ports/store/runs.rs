@@ -7,13 +7,13 @@ use super::{
     RECONCILABLE, TAG_FILTER, TERMINAL,
 };
 
-use crate::args::{ListArg, OutboxArg, SpecArg};
-use crate::codec::{self, i, int, opt_s, req_int, s, string, JsonOut, StartResult, RUN};
 use crate::error::{Error, Result};
 use crate::exec::{Exec, Outcome, Stmt};
-use crate::literal::holes;
-use crate::schema::Schema;
-use crate::statements::{self, guarded_write, write_then_enqueue, Won};
+use crate::model::codec::{self, i, int, opt_s, req_int, s, string, JsonOut, StartResult, RUN};
+use crate::model::schema::Schema;
+use crate::pool::literal::holes;
+use crate::ports::args::{ListArg, OutboxArg, SpecArg};
+use crate::ports::statements::{self, guarded_write, write_then_enqueue, Won};
 use mysql_async::Value;
 
 /// Statements of one `startRun`: keyed ⇒ INSERT IGNORE + lookup, else plain INSERT. In one

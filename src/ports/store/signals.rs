@@ -1,10 +1,10 @@
 //! Signals: `postSignal`, stored and its run woken in one unit.
 
-use crate::codec::{opt_s, s};
 use crate::error::Result;
 use crate::exec::{Exec, Stmt};
-use crate::schema::Schema;
-use crate::statements::write_then_enqueue;
+use crate::model::codec::{opt_s, s};
+use crate::model::schema::Schema;
+use crate::ports::statements::write_then_enqueue;
 
 /// `postSignal`: store the signal; enqueue the run in the same unit only if it was new.
 pub async fn post_signal<E: Exec>(

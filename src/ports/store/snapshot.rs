@@ -2,10 +2,10 @@
 
 use super::select_runs;
 
-use crate::codec::{self, req_int, s, string, JsonOut, RUN, SIGNAL};
 use crate::error::{Error, Result};
 use crate::exec::{Exec, Stmt};
-use crate::schema::Schema;
+use crate::model::codec::{self, req_int, s, string, JsonOut, RUN, SIGNAL};
+use crate::model::schema::Schema;
 use mysql_async::Value;
 
 /// `loadRun`: run, steps and signals in one round trip; `None` when the run is missing.

@@ -3,12 +3,12 @@
 
 use super::{first_row, handed_back, shifted};
 
-use crate::args::{CheckpointArg, OutboxArg};
-use crate::codec::{self, i, int, opt_s, s, JsonOut};
 use crate::error::{Error, Result};
 use crate::exec::{Exec, Stmt};
-use crate::schema::Schema;
-use crate::statements::{self, guarded_write, Won};
+use crate::model::codec::{self, i, int, opt_s, s, JsonOut};
+use crate::model::schema::Schema;
+use crate::ports::args::{CheckpointArg, OutboxArg};
+use crate::ports::statements::{self, guarded_write, Won};
 use mysql_async::Value;
 
 /// `arriveAtJoin`: decrement and answer the new count; `None` for an unknown run. One atomic

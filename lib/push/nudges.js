@@ -3,7 +3,7 @@
 // and `wakeup` from it, and tells it at once when one of its own calls made work claimable, so a
 // worker loop of the same process does not wait for the next probe. Without a listener nothing
 // here runs: the ports and their statements are exactly those of a backend without push.
-const c = require('./check');
+const c = require('../check');
 const { NUDGE } = require('./listener');
 
 /** The `opts.listener` of createMysqlBackend, checked; undefined when absent. */

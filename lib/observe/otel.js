@@ -1,12 +1,12 @@
 'use strict';
-// OpenTelemetry spans from the tracing channels (lib/tracing.js) and nothing else: a span per
+// OpenTelemetry spans from the tracing channels (lib/observe/tracing.js) and nothing else: a span per
 // port call, a child per statement (with the times it really ran) and per connection checkout,
 // attributes per the database client semantic conventions. `@opentelemetry/api` is the
 // caller's, passed in; the package requires none of it.
 const dc = require('node:diagnostics_channel');
-const c = require('./check');
+const c = require('../check');
 const { CHANNELS } = require('./tracing');
-const { version } = require('../package.json');
+const { version } = require('../../package.json');
 
 /** `error.type`: the error's code (ER_DUP_ENTRY, ECONNRESET, …), else its class name. */
 function errorType(e) {

@@ -2,7 +2,7 @@
 //! cost the server, and how long the call waited for a connection.
 //!
 //! Nothing is collected unless JS asks: only while a channel has a subscriber does JS arm a
-//! trace (`armTrace`) right before a call, which the call's promise (`js::promise`) takes on the
+//! trace (`armTrace`) right before a call, which the call's promise (`promise::promise`) takes on the
 //! JS thread and carries in a task-local scope into its future. The executors then note each round trip's statement
 //! texts (with their `?` placeholders, never the bound values) and times; JS reads them with
 //! `take()` once the call has settled. Without a scope every `note` is one task-local look-up.

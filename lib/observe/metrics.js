@@ -3,12 +3,12 @@
 // three ways, none of them a dependency of the package: the Prometheus text exposition format
 // (version 0.0.4), collectors in a user's prom-client `Registry`, and observable instruments on
 // a user's OpenTelemetry `Meter`.
-const binding = require('./binding');
-const c = require('./check');
+const binding = require('../binding');
+const c = require('../check');
 
 const KINDS = ['argument', 'server', 'connection', 'contract'];
 
-/** The latency bucket bounds (ms, the last one Infinity), from Rust (src/metrics.rs). */
+/** The latency bucket bounds (ms, the last one Infinity), from Rust (src/observe/metrics.rs). */
 let bounds;
 function bucketsMs() {
   bounds ??= binding.latencyBucketsMs();

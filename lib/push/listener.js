@@ -1,14 +1,14 @@
 'use strict';
 // createMysqlListener(): dispatch and completion push without LISTEN/NOTIFY (docs/push.md). One
-// watcher per listener runs ONE probe statement per interval (lib/probe.js) for every waiter of
+// watcher per listener runs ONE probe statement per interval (lib/push/probe.js) for every waiter of
 // the process together and fans its answer out: claimable work or a due timer releases
 // `waitForWork`, a watched run's new status feeds `wakeup` and `watch`. In-process enqueues and
 // completions need no probe: the backend nudges the listener directly (NUDGE), and the core's
 // own `wakeup.signal` after a terminal write reaches local waiters at once.
-const c = require('./check');
-const enc = require('./encode');
-const { tables } = require('./schema');
-const { createWakeup } = require('./wakeup');
+const c = require('../check');
+const enc = require('../encode');
+const { tables } = require('../schema');
+const { createWakeup } = require('../wakeup');
 const { createLatch } = require('./latch');
 const { probeStatement, probeResult, isTerminal } = require('./probe');
 

@@ -2,7 +2,7 @@
 // The dispatch side of a listener: waiters of `waitForWork(timeoutMs, signal?)`, released all at
 // once by `fire()`. A fire that lands while nobody waits (the worker loop is mid-tick) is kept
 // for the next call, which then returns at once: without it a wake would cost a full timeout.
-const c = require('./check');
+const c = require('../check');
 
 /** Node's setTimeout limit; a longer wait is a wait of that long (the backstop timeout anyway). */
 const MAX_TIMER = 2 ** 31 - 1;

@@ -5,12 +5,12 @@
 // channel has a subscriber: without one a call costs one `hasSubscribers` check.
 //
 // Port calls run in Rust, so their statements are published after the call settled, from the
-// trace Rust kept for it (lib/../src/trace.rs), with `startTime` / `endTime` (ms since the
+// trace Rust kept for it (src/observe/trace.rs), with `startTime` / `endTime` (ms since the
 // epoch) telling when each really ran; user statements (`sql.query` / `exec` / `tx`) and the
 // statements of a wrapped `Sql` are published live around each one.
 const dc = require('node:diagnostics_channel');
 const { AsyncLocalStorage, AsyncResource } = require('node:async_hooks');
-const binding = require('./binding');
+const binding = require('../binding');
 
 /** The channel names; stable. */
 const CHANNELS = Object.freeze({

@@ -4,12 +4,12 @@
 // together, in one round trip of plain reads on the backend's own tables — no privilege beyond
 // theirs, the same answer on every Galera node.
 
-const { TERMINAL_STATUSES } = require('./encode');
+const { TERMINAL_STATUSES } = require('../encode');
 
 /**
  * The probe's text and parameters. `t`: back-quoted table names (lib/schema.js `tables`);
  * `names`: flow names the work must belong to (undefined: any); `runIds`: the watched runs.
- * The work predicate is the claim's (src/queue.rs `claim` and `of_flows`): due, unleased, and —
+ * The work predicate is the claim's (src/ports/queue.rs `claim` and `of_flows`): due, unleased, and —
  * with `names` — of those flows or without a run row.
  */
 function probeStatement(t, at, names, runIds) {
