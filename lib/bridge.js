@@ -71,14 +71,14 @@ function bridge(sql, seen, tap) {
     target = sql;
     if (commit) {
       state.settle.resolve();
-      try {
-        await state.done;
-      } catch (e) {
-        // Its first run did not commit (else it would not have run fn again), the second was
-        // refused: the unit is not committed, which Rust reports as such.
-        if (state.rerun) return RERUN;
-        throw e;
-      }
+      // Its first run failed (else it would not have run fn again) and the second was refused,
+      // whether or not the wrapper then swallowed that refusal: Rust reports the unit as such.
+      const done = await state.done.then(
+        () => null,
+        (e) => e,
+      );
+      if (state.rerun) return RERUN;
+      if (done !== null) throw done;
     } else {
       state.settle.reject(ROLLBACK);
       await state.done.catch(() => undefined);

@@ -42,10 +42,22 @@ function inIssueOrder(tx) {
     );
     return p;
   };
-  const handle = Object.create(tx);
-  handle.query = (text, params) => turn(() => tx.query(text, params));
-  handle.exec = (text, params) => turn(() => tx.exec(text, params));
-  return { handle, turn };
+  /** Resolves once every call issued so far (and any issued meanwhile) has settled. */
+  const drained = async () => {
+    let seen;
+    do {
+      seen = last;
+      await seen;
+    } while (seen !== last);
+  };
+  // A handle of its own (not `tx` itself): a call on it always takes its turn; a nested `tx`
+  // runs flat, inside this one, on the same handle.
+  const handle = {
+    query: (text, params) => turn(() => tx.query(text, params)),
+    exec: (text, params) => turn(() => tx.exec(text, params)),
+    tx: (f) => Promise.resolve().then(() => f(handle)),
+  };
+  return { handle, turn, drained };
 }
 
 /** inTx with `fallback` as the contract an absent `opts.contract` means. */
@@ -59,9 +71,15 @@ function inTxOf(poolOrSql, fn, opts, fallback) {
   }
   const o = c.absent(opts) ? {} : opts;
   if (isNative(sql)) return sql.tx((tx) => fn(backendOf(tx, o, fallback, true), tx));
-  return sql.tx((tx) => {
-    const { handle, turn } = inIssueOrder(tx);
-    return fn(backendOf(tx, o, fallback, true, turn), handle);
+  return sql.tx(async (tx) => {
+    const { handle, turn, drained } = inIssueOrder(tx);
+    // The caller's transaction ends only after every call issued in it was sent and answered,
+    // awaited by `fn` or not (as over our own pool).
+    try {
+      return await fn(backendOf(tx, o, fallback, true, turn), handle);
+    } finally {
+      await drained();
+    }
   });
 }
 

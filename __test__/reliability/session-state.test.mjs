@@ -174,3 +174,24 @@ test('a session moved off utf8mb4 where no statement shows it is discarded, neve
     await sql.close();
   }
 });
+
+test('literals of both forms share one collation: the server default for utf8mb4', async () => {
+  // A hex literal (`_utf8mb4 X'…'`) takes utf8mb4's default collation and a quoted one the
+  // connection's: they must be the same, or comparing the two fails with "Illegal mix of
+  // collations" (MySQL 8 and MariaDB ≥ 11.4, whose default is not the handshake's general_ci).
+  const sql = mysqlPool(env.url);
+  try {
+    const [{ c, d }] = await sql.query(
+      "SELECT @@collation_connection AS c, (SELECT COLLATION_NAME FROM information_schema.COLLATIONS WHERE CHARACTER_SET_NAME = 'utf8mb4' AND IS_DEFAULT = 'Yes') AS d",
+    );
+    assert.equal(c, d);
+    const [row] = await sql.query("SELECT ? = 'x' AS eq, CONCAT('%', ?, '%') AS pattern", ['\u00e9', '\u4e2d']);
+    assert.deepEqual([Number(row.eq), row.pattern], [0, '%\u4e2d%']);
+    // A user's change of the collation is put back too.
+    await sql.query('SET collation_connection = utf8mb4_unicode_ci');
+    const [again] = await sql.query('SELECT @@collation_connection AS c');
+    assert.equal(again.c, d);
+  } finally {
+    await sql.close();
+  }
+});

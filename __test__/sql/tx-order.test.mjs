@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 
 import { useDatabase } from './helpers.mjs';
 import { wrapSql } from '../reliability/roundtrip.mjs';
+import m from '../../index.js';
 import { inTxTrials, prepare, sqlTxTrials } from './fixtures/tx-order.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -53,6 +54,36 @@ test(`inTx: ${TRIALS} transactions mixing statements and backend units run in is
 test(`inTx over a wrapped Sql: ${TRIALS} such transactions run in issue order`, TO, async () => {
   assert.deepEqual(await inTxTrials(wrapSql(ctx.sql), TRIALS, 2_000_000), []);
 });
+
+test(
+  'inTx over a wrapped Sql commits only once every statement fn issued (and did not await) has run',
+  TO,
+  async () => {
+    const failures = [];
+    for (const [path, over] of [
+      ['native', ctx.sql],
+      ['wrapped', wrapSql(ctx.sql)],
+    ]) {
+      const tx = path === 'native' ? 3_000_001 : 3_000_002;
+      await m.inTx(over, (b, h) => {
+        for (let k = 0; k < 10; k++) {
+          h.exec('INSERT INTO item (tx, k, seen) VALUES (?, ?, 0)', [tx, k]).catch((e) =>
+            failures.push(`${path}: ${e.message}`),
+          );
+        }
+        b.store
+          .startRun({ name: `drained-${path}`, version: 1, input: null })
+          .catch((e) => failures.push(`${path}: ${e.message}`));
+        // returns at once: nothing above was awaited
+      });
+      const [{ n }] = await ctx.sql.query('SELECT COUNT(*) AS n FROM item WHERE tx = ?', [tx]);
+      assert.equal(Number(n), 10, `${path}: every insert committed with the transaction`);
+      const runs = await ctx.sql.query('SELECT COUNT(*) AS n FROM run WHERE name = ?', [`drained-${path}`]);
+      assert.equal(Number(runs[0].n), 1, `${path}: the backend call committed with it`);
+    }
+    assert.deepEqual(failures, []);
+  },
+);
 
 test('with four tokio workers (a child process) both stay in issue order', TO, async () => {
   const report = await inChild(4);

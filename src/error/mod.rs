@@ -28,7 +28,7 @@ pub enum Error {
     /// Node-style code mysql2 users branch on (`ECONNREFUSED`, `PROTOCOL_CONNECTION_LOST`, …).
     Connection { code: &'static str, message: String },
     /// No answer within `queryTimeoutMs`: the connection was closed (a connection failure whose
-    /// outcome, for a write outside a transaction, is unknown).
+    /// outcome is unknown for a write outside a transaction and for a `COMMIT`).
     Timeout(String),
     /// A unit of work was rolled back before its COMMIT was sent because one of its checks did
     /// not hold (e.g. an outbox guard that could not be evaluated). Nothing was committed, so the

@@ -133,8 +133,12 @@ pub const MAX_TX_ATTEMPTS: u32 = 8;
 /// carries it), the round-trip number makes it this round trip (not another of our
 /// connections that happens to have the same id on another server). Prepared statements carry
 /// the connection's tag without a round-trip number, so that each connection prepares a
-/// statement once. Nothing else (user variables, connection attributes) is visible to another
-/// session on every MariaDB and MySQL server.
+/// statement once: behind a load balancer a timed-out prepared call may therefore kill another
+/// of this pool's sessions that has the same id on another server (its call then fails as on a
+/// lost connection) — never another client's. A `CALL` is never matched (the process list shows
+/// the statement running inside it), so a timed-out procedure is not killed. Nothing else (user
+/// variables, connection attributes) is visible to another session on every MariaDB and MySQL
+/// server.
 pub struct Tags {
     nonce: u64,
     next: AtomicU64,
@@ -640,7 +644,8 @@ where
 /// Boxed future type for unit bodies.
 pub type BoxFut<'a, T> = std::pin::Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
 
-/// Sends one statement that ends a transaction (`COMMIT` / `ROLLBACK`), bounded.
+/// Sends one transaction-control statement (`BEGIN`, `COMMIT`, `ROLLBACK`, a savepoint's),
+/// tagged and bounded like every round trip.
 pub async fn finish(handle: &Arc<PoolHandle>, conn: &mut Conn, statement: &str) -> Result<()> {
     handle.round_trips.fetch_add(1, Ordering::Relaxed);
     let id = conn.id();

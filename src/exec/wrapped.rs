@@ -83,14 +83,17 @@ const RERUN: &str = r#"{"rerun":true}"#;
 
 impl JsExec {
     /// Commits the wrapped `tx`. One whose function was called again — a `tx` re-running it
-    /// after its COMMIT failed — committed nothing of the unit (the bridge refused the second
-    /// run): that is a transient failure, the whole call may be re-run.
+    /// after its first attempt failed — had the second run refused by the bridge. The first
+    /// attempt committed nothing unless it failed on a lost connection at its COMMIT, which
+    /// the wrapper alone saw: the message says so, and the caller decides.
     async fn commit(&self) -> Result<()> {
         let answer = self.request(r#"{"op":"commit"}"#.into()).await?;
         if answer == RERUN {
             return Err(Error::Aborted(
-                "the wrapped Sql's tx called its function again (a retry after its COMMIT failed?); \
-                 a backend unit runs once per tx call, so nothing of it was committed: re-run the call"
+                "the wrapped Sql's tx called its function again (a retry after its first attempt \
+                 failed?); a backend unit runs once per tx call, so the retry was refused. Nothing of \
+                 the unit was committed, unless that attempt lost its connection at COMMIT (then its \
+                 outcome is unknown)"
                     .into(),
             ));
         }

@@ -151,7 +151,8 @@ async fn session_reading(handle: &Arc<PoolHandle>, conn: &mut Conn) -> Result<li
     let (mode, client, connection): (String, String, String) = row
         .and_then(|r| mysql_async::from_row_opt(r).ok())
         .ok_or_else(|| Error::connection("the session's settings could not be read"))?;
-    let utf8 = |cs: &str| matches!(cs, "utf8mb4" | "utf8mb3" | "utf8");
+    // Only utf8mb4 carries every character as it is (utf8mb3 has no 4-byte ones).
+    let utf8 = |cs: &str| cs == "utf8mb4";
     Ok(literal::Reading {
         backslash_escapes: !mode
             .split(',')
@@ -182,10 +183,17 @@ async fn run_bounded(
     if !charset::may_change(sql) || matches!(&outcome, Err(e) if e.is_connection()) {
         return outcome;
     }
-    // The statement may have moved the session off utf8mb4 (see `pool::charset`): put it back before
-    // anything else runs here. If that fails the connection is lost, and so is the answer.
-    session_statement(handle, conn, charset::PIN).await?;
-    outcome
+    // The statement may have moved the session off utf8mb4 (see `pool::charset`): put it back
+    // before anything else runs here. A session that cannot be put back is not used again (a
+    // connection error discards it), and the statement's answer is lost with it.
+    match session_statement(handle, conn, charset::PIN).await {
+        Ok(_) => outcome,
+        Err(e) if e.is_connection() => Err(e),
+        Err(e) => Err(Error::connection(format!(
+            "the session's character set could not be put back to utf8mb4 ({}); the connection was closed",
+            e.message()
+        ))),
+    }
 }
 
 /// Runs one rendered user statement text and returns the first result set.
@@ -339,7 +347,8 @@ impl NativeSql {
         spawn_statement(env, text, params, self.runner(), WriteResult::of)
     }
 
-    /// Checks out one connection and starts a transaction on it (READ COMMITTED).
+    /// Checks out one connection and starts a transaction on it (READ COMMITTED unless the
+    /// pool was opened with `setIsolation: false`).
     #[napi(ts_return_type = "Promise<NativeTx>")]
     pub fn begin<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, NativeTx>> {
         self.ensure_open(env)?;

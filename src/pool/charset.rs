@@ -13,8 +13,12 @@ use mysql_async::consts::ColumnType;
 use mysql_async::Column;
 use mysql_common::collations::{Collation, CollationId};
 
-/// Puts a session back to what mysql_async's handshake chose (utf8mb4_general_ci).
-pub const PIN: &str = "SET NAMES utf8mb4 COLLATE utf8mb4_general_ci";
+/// Puts a session in utf8mb4 with that character set's default collation on this server: the
+/// collation a `_utf8mb4 X'…'` literal takes, so that it and a plain quoted literal compare
+/// without "Illegal mix of collations" (mysql_async's handshake asks for utf8mb4_general_ci,
+/// which is not the default on MySQL 8 or MariaDB ≥ 11.4). Sent when a connection opens (with
+/// the isolation level, `pool::config`) and after a statement that may have changed it.
+pub const PIN: &str = "SET NAMES utf8mb4";
 
 /// Whether `sql` may leave its session in another character set: it names one of the settings
 /// (`SET NAMES`, `SET CHARACTER SET` / `CHARSET`, `character_set_*`, `collation_*`) or runs

@@ -5,6 +5,7 @@
 //! is the one place option ranges are checked (`lib/sql.js` only turns URL digits into numbers).
 
 use crate::error::{Error, Result};
+use crate::pool::charset;
 use mysql_async::{OptsBuilder, PoolConstraints, PoolOpts, SslOpts};
 use napi_derive::napi;
 use std::time::Duration;
@@ -163,8 +164,13 @@ pub fn build(cfg: &PoolConfig) -> Result<Settings> {
         .tcp_keepalive(Some(Duration::from_secs(30)))
         .pool_opts(pool_opts)
         .stmt_cache_size(cache)
+        // One round trip when a connection opens: the character set every literal is written
+        // for (`charset::PIN`) and the isolation level the ports assume.
         .setup(if cfg.set_isolation.unwrap_or(true) {
-            vec!["SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"]
+            vec![format!(
+                "{}; SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+                charset::PIN
+            )]
         } else {
             Vec::new()
         });

@@ -41,9 +41,10 @@ fn scan_code(sql: &str, mut code: impl FnMut(usize, u8)) {
                     i += 1;
                 }
             }
-            // `-- ` starts a comment only when followed by whitespace (or the end), as in MySQL.
+            // `--` starts a comment only when followed by whitespace or a control character (or
+            // the end), as the server's lexer has it.
             b'-' if b.get(i + 1) == Some(&b'-')
-                && b.get(i + 2).is_none_or(|c| c.is_ascii_whitespace()) =>
+                && b.get(i + 2).is_none_or(|&c| c <= b' ' || c == 0x7f) =>
             {
                 while i < b.len() && b[i] != b'\n' {
                     i += 1;
@@ -78,8 +79,10 @@ pub fn placeholder_offsets(sql: &str) -> Vec<usize> {
     out
 }
 
-/// Statements whose every placeholder stands where the grammar takes any expression, so a hex
-/// literal is accepted wherever a string is.
+/// Statements whose placeholders stand where the grammar takes an expression, so a hex literal
+/// is accepted where a string is — but for a few clauses that want a plain string (`SELECT …
+/// INTO OUTFILE ?`, `FIELDS TERMINATED BY ?`, `JSON_TABLE(… PATH ?)`), where a value needing
+/// hex is a syntax error: refused, never misread (docs/configuration.md).
 const EXPRESSION_ONLY: [&str; 9] = [
     "select", "insert", "update", "delete", "replace", "with", "values", "do", "call",
 ];
@@ -391,6 +394,9 @@ mod tests {
     fn double_dash_needs_whitespace_to_start_a_comment() {
         assert_eq!(placeholder_offsets("SELECT 1--?").len(), 1);
         assert_eq!(placeholder_offsets("SELECT 1 -- ?").len(), 0);
+        // Any control character starts one too (the server reads `--\x0b ?` as a comment).
+        assert_eq!(placeholder_offsets("SELECT 1 --\x0b?").len(), 0);
+        assert_eq!(placeholder_offsets("SELECT 1 --\x7f?").len(), 0);
     }
 
     #[test]
