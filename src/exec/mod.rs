@@ -282,9 +282,9 @@ pub async fn discard(conn: Conn) {
 }
 
 /// Gives `conn` back to the pool (by dropping it), or closes it when `outcome` is a failure
-/// that leaves the connection unusable.
+/// that leaves the connection unusable or its node unable to serve it (`Error::leaves_pool`).
 pub async fn release<T>(conn: Conn, outcome: &Result<T>) {
-    if matches!(outcome, Err(e) if e.is_connection()) {
+    if matches!(outcome, Err(e) if e.leaves_pool()) {
         discard(conn).await;
     }
 }

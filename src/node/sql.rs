@@ -356,6 +356,7 @@ impl NativeSql {
                     state: Mutex::new(TxState {
                         conn: Some(conn),
                         ended_by: None,
+                        node_unfit: false,
                     }),
                     turns: Turns::default(),
                     handle,
@@ -443,6 +444,10 @@ struct TxState {
     conn: Option<Conn>,
     /// The error that ended the transaction early, if one did.
     ended_by: Option<Error>,
+    /// Whether a statement was refused because the node can no longer serve this connection
+    /// (`Error::node_unfit`: read-only, not synced): the connection is closed when the
+    /// transaction ends, not given back to the pool.
+    node_unfit: bool,
 }
 
 /// A call issued in a transaction: its place in the transaction's queue.
@@ -514,6 +519,7 @@ impl TxInner {
 
     /// Records a failure that ended the transaction, discarding a connection it left unusable.
     async fn after_failure(&self, st: &mut TxState, e: &Error) {
+        st.node_unfit |= e.node_unfit();
         if e.ends_transaction() {
             st.ended_by = Some(e.clone());
             if e.is_connection() {
@@ -555,7 +561,11 @@ impl TxInner {
         };
         let statement = if ended_by.is_some() { "ROLLBACK" } else { want };
         let result = exec::finish(&self.handle, &mut conn, statement).await;
-        exec::release(conn, &result).await;
+        if std::mem::take(&mut st.node_unfit) {
+            exec::discard(conn).await;
+        } else {
+            exec::release(conn, &result).await;
+        }
         match ended_by {
             Some(e) if committing => Err(ended_early(&e)),
             _ => result.map_err(|e| self.handle.redact(e)),
