@@ -9,9 +9,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import mysql from 'mysql2/promise';
 import { startPrivateServer } from '../helpers/mariadb.mjs';
-import { applySchema, createMysqlBackend, mysqlPool } from './helpers.mjs';
-
-const APP = { user: 'ro_app', password: 'ro-app-pw' };
+import { applySchema, createAppUser, createMysqlBackend, mysqlPool } from './helpers.mjs';
 
 let server;
 let root;
@@ -20,10 +18,8 @@ let url;
 before(async () => {
   server = await startPrivateServer();
   root = await mysql.createConnection({ uri: server.url });
-  await root.query('CREATE DATABASE ro');
-  await root.query(`CREATE USER ?@'%' IDENTIFIED BY ?`, [APP.user, APP.password]);
-  await root.query(`GRANT ALL PRIVILEGES ON ro.* TO ?@'%'`, [APP.user]);
-  url = `mysql://${APP.user}:${APP.password}@127.0.0.1:${server.port}/ro?connectionLimit=1`;
+  const app = await createAppUser(root, 'ro', 'ro_app');
+  url = `mysql://${app}@127.0.0.1:${server.port}/ro?connectionLimit=1`;
   const setup = mysqlPool(url);
   await applySchema(setup);
   await setup.exec('CREATE TABLE w (id INT PRIMARY KEY)');

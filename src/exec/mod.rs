@@ -9,8 +9,9 @@
 use crate::charset;
 use crate::error::{Error, Result};
 use crate::literal;
+use crate::pool::hosts::{self, Hosts, Node};
 use mysql_async::prelude::*;
-use mysql_async::{Conn, Pool, Row, Value};
+use mysql_async::{Conn, Row, Value};
 use std::borrow::Cow;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -94,9 +95,8 @@ pub trait Exec: Send {
 
 /// Shared pool state: the driver pool plus settings and counters.
 pub struct PoolHandle {
-    pub pool: Pool,
-    /// The pool's connection options (for the session killer's own connection).
-    pub opts: mysql_async::Opts,
+    /// The driver pool of each host, and each host's health (one host unless a list was given).
+    pub hosts: Hosts,
     pub acquire_timeout: Duration,
     /// Bound on every round trip of an established connection (`queryTimeoutMs`; None = none).
     pub query_timeout: Option<Duration>,
@@ -171,27 +171,105 @@ pub fn tagged(tag: &str, text: &str) -> String {
 const DISCARD_BOUND: Duration = Duration::from_millis(200);
 
 impl PoolHandle {
-    /// Checks out a connection, bounded by the acquire timeout.
+    /// Checks out a connection, bounded by the acquire timeout. With several hosts they are
+    /// tried in `Hosts::order`, each for an even share of the time left; a host that fails is
+    /// set aside and the checkout moves on, so a call not yet sent goes to the next host.
     pub async fn acquire(&self) -> Result<Conn> {
-        let checkout = async {
-            let mut conn = self.pool.get_conn().await?;
-            if self.max_packet.load(Ordering::Relaxed) == 0 {
-                let max: Option<u64> = conn.query_first("SELECT @@max_allowed_packet").await?;
-                self.max_packet
-                    .store(max.unwrap_or(u64::MAX), Ordering::Relaxed);
+        let deadline = tokio::time::Instant::now() + self.acquire_timeout;
+        let order = self.hosts.order();
+        let mut last = None;
+        for (i, node) in order.iter().enumerate() {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let share = left / (order.len() - i) as u32;
+            let failure = match tokio::time::timeout(share, self.checkout(node)).await {
+                Ok(Ok(conn)) => return Ok(conn),
+                Ok(Err(e)) => self.redact(e),
+                // Every connection in use: a busy host, not a dead one — wait for it.
+                Err(_) if self.hosts.saturated(node) => {
+                    return match tokio::time::timeout_at(deadline, self.checkout(node)).await {
+                        Ok(r) => r.map_err(|e| self.redact(e)),
+                        Err(_) => Err(self.acquire_timed_out()),
+                    };
+                }
+                Err(_) if self.hosts.multi() => Error::Connection {
+                    code: "ETIMEDOUT",
+                    message: format!(
+                        "{}:{} gave no connection within {} ms",
+                        node.host,
+                        node.port,
+                        share.as_millis()
+                    ),
+                },
+                Err(_) => self.acquire_timed_out(),
+            };
+            if self.hosts.multi() {
+                node.set_aside(failure.message());
             }
-            Ok::<Conn, mysql_async::Error>(conn)
-        };
-        match tokio::time::timeout(self.acquire_timeout, checkout).await {
-            Ok(Ok(conn)) => Ok(conn),
-            Ok(Err(e)) => Err(self.redact(e.into())),
-            Err(_) => Err(Error::Connection {
-                code: "ETIMEDOUT",
-                message: format!(
-                    "timed out after {} ms waiting for a connection (acquireTimeoutMs)",
-                    self.acquire_timeout.as_millis()
-                ),
-            }),
+            last = Some(failure);
+        }
+        Err(last.unwrap_or_else(|| self.acquire_timed_out()))
+    }
+
+    fn acquire_timed_out(&self) -> Error {
+        Error::Connection {
+            code: "ETIMEDOUT",
+            message: format!(
+                "timed out after {} ms waiting for a connection (acquireTimeoutMs)",
+                self.acquire_timeout.as_millis()
+            ),
+        }
+    }
+
+    /// One connection from `node`'s pool; in a multi-host pool, probed (`hosts::unfit`) on its
+    /// first checkout and after the host was set aside, and closed if the node is unfit.
+    async fn checkout(&self, node: &Node) -> Result<Conn> {
+        let mut conn = node.pool().get_conn().await?;
+        if self.max_packet.load(Ordering::Relaxed) == 0 {
+            let max: Option<u64> = conn.query_first("SELECT @@max_allowed_packet").await?;
+            self.max_packet
+                .store(max.unwrap_or(u64::MAX), Ordering::Relaxed);
+        }
+        if !self.hosts.multi() {
+            return Ok(conn);
+        }
+        let id = conn.id();
+        if !node.needs_probe(id) {
+            return Ok(conn);
+        }
+        match hosts::unfit(&mut conn).await {
+            Ok(None) => {
+                node.healthy(Some(id));
+                Ok(conn)
+            }
+            Ok(Some(why)) => {
+                discard(conn).await;
+                Err(Error::connection(format!(
+                    "{}:{} cannot take writes: {why}",
+                    node.host, node.port
+                )))
+            }
+            Err(e) => {
+                discard(conn).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// `release`, and in a multi-host pool sets the connection's host aside when the failure
+    /// says the host is gone or can no longer serve it (`Error::leaves_pool`).
+    pub async fn release<T>(&self, conn: Conn, outcome: &Result<T>) {
+        if let Err(e) = outcome {
+            self.note(&conn, e);
+        }
+        release(conn, outcome).await;
+    }
+
+    /// Sets `conn`'s host aside after failure `e`, where that applies (see `release`).
+    pub fn note(&self, conn: &Conn, e: &Error) {
+        if self.hosts.multi() && e.leaves_pool() {
+            if let Some(node) = self.hosts.node_of(conn) {
+                node.set_aside(self.redact(e.clone()).message());
+            }
         }
     }
 
@@ -227,13 +305,20 @@ impl PoolHandle {
     /// with `tag` — since behind a load balancer a new connection may reach another server,
     /// where the same id belongs to someone else.
     fn kill_later(self: &Arc<Self>, conn_id: u32, tag: String) {
+        // The session is on one of the hosts; the tag check finds it on that one only.
+        for node in self.hosts.nodes() {
+            self.kill_on(node.opts().clone(), conn_id, tag.clone());
+        }
+    }
+
+    fn kill_on(self: &Arc<Self>, opts: mysql_async::Opts, conn_id: u32, tag: String) {
         let handle = self.clone();
         tokio::spawn(async move {
             let bound = handle
                 .acquire_timeout
                 .min(handle.query_timeout.unwrap_or(handle.acquire_timeout));
             let kill = async {
-                let mut conn = Conn::new(handle.opts.clone()).await.map_err(Error::from)?;
+                let mut conn = Conn::new(opts).await.map_err(Error::from)?;
                 let mut check = String::new();
                 literal::render(
                     "SELECT ID FROM information_schema.PROCESSLIST WHERE ID = ? \
@@ -588,9 +673,14 @@ where
                 Err(e)
             }
         };
-        release(conn, &result).await;
+        handle.release(conn, &result).await;
         match result {
             Err(e) if e.is_transient() && attempt < MAX_TX_ATTEMPTS => {
+                backoff(handle, attempt).await
+            }
+            // A node that refuses every write (read-only, not synced) applied nothing of the
+            // unit: with another host to go to, the whole unit runs again there.
+            Err(e) if e.node_unfit() && handle.hosts.multi() && attempt < MAX_TX_ATTEMPTS => {
                 backoff(handle, attempt).await
             }
             other => return other.map_err(|e| handle.redact(e)),
