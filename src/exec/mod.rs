@@ -181,12 +181,14 @@ impl PoolHandle {
         for (i, node) in order.iter().enumerate() {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             let share = left / (order.len() - i) as u32;
-            let failure = match tokio::time::timeout(share, self.checkout(node)).await {
+            let (pool, generation) = node.current();
+            let failure = match tokio::time::timeout(share, self.checkout(node, &pool)).await {
                 Ok(Ok(conn)) => return Ok(conn),
                 Ok(Err(e)) => self.redact(e),
                 // Every connection in use: a busy host, not a dead one — wait for it.
-                Err(_) if self.hosts.saturated(node) => {
-                    return match tokio::time::timeout_at(deadline, self.checkout(node)).await {
+                Err(_) if self.hosts.multi() && self.hosts.saturated(node) => {
+                    return match tokio::time::timeout_at(deadline, self.checkout(node, &pool)).await
+                    {
                         Ok(r) => r.map_err(|e| self.redact(e)),
                         Err(_) => Err(self.acquire_timed_out()),
                     };
@@ -203,7 +205,7 @@ impl PoolHandle {
                 Err(_) => self.acquire_timed_out(),
             };
             if self.hosts.multi() {
-                node.set_aside(failure.message());
+                node.set_aside(failure.message(), Some(generation));
             }
             last = Some(failure);
         }
@@ -222,8 +224,8 @@ impl PoolHandle {
 
     /// One connection from `node`'s pool; in a multi-host pool, probed (`hosts::unfit`) on its
     /// first checkout and after the host was set aside, and closed if the node is unfit.
-    async fn checkout(&self, node: &Node) -> Result<Conn> {
-        let mut conn = node.pool().get_conn().await?;
+    async fn checkout(&self, node: &Node, pool: &mysql_async::Pool) -> Result<Conn> {
+        let mut conn = pool.get_conn().await?;
         if self.max_packet.load(Ordering::Relaxed) == 0 {
             let max: Option<u64> = conn.query_first("SELECT @@max_allowed_packet").await?;
             self.max_packet
@@ -268,7 +270,7 @@ impl PoolHandle {
     pub fn note(&self, conn: &Conn, e: &Error) {
         if self.hosts.multi() && e.leaves_pool() {
             if let Some(node) = self.hosts.node_of(conn) {
-                node.set_aside(self.redact(e.clone()).message());
+                node.set_aside(self.redact(e.clone()).message(), None);
             }
         }
     }

@@ -61,6 +61,8 @@ pub struct Node {
 
 struct State {
     pool: Pool,
+    /// Counts the replacements of `pool`: a failure seen on an older pool was already counted.
+    generation: u64,
     /// Set while the host is set aside.
     aside: Option<Aside>,
     /// When the host entered its current state.
@@ -97,6 +99,7 @@ impl Hosts {
                 port: o.tcp_port(),
                 state: Mutex::new(State {
                     pool: Pool::new(o.clone()),
+                    generation: 0,
                     aside: None,
                     since: SystemTime::now(),
                     failures: 0,
@@ -202,6 +205,12 @@ impl Node {
         self.lock().pool.clone()
     }
 
+    /// The host's driver pool right now and its generation (for `set_aside`).
+    pub fn current(&self) -> (Pool, u64) {
+        let st = self.lock();
+        (st.pool.clone(), st.generation)
+    }
+
     /// The options of this host's connections (for the session killer's own connection).
     pub fn opts(&self) -> &Opts {
         &self.opts
@@ -225,9 +234,20 @@ impl Node {
     }
 
     /// Sets the host aside for a backoff, for `reason`, and replaces its pool: its idle
-    /// connections are closed in the background instead of being handed out again.
-    pub fn set_aside(&self, reason: String) {
+    /// connections are closed in the background instead of being handed out again. `seen_on` is
+    /// the generation of the pool the failure came from, when known: a failure on a pool already
+    /// replaced, or of a connection of a host already set aside, was counted by the failure that
+    /// set it aside (the calls in flight when a node dies all fail at once).
+    pub fn set_aside(&self, reason: String, seen_on: Option<u64>) {
         let mut st = self.lock();
+        let stale = match seen_on {
+            Some(generation) => generation != st.generation,
+            None => st.aside.is_some(),
+        };
+        if stale {
+            return;
+        }
+        st.generation += 1;
         st.failures = st.failures.saturating_add(1);
         let wait = FIRST_BACKOFF
             .saturating_mul(1 << (st.failures - 1).min(8))
