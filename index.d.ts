@@ -46,6 +46,17 @@ export interface PoolOptions {
   url?: string;
   host?: string;
   port?: number;
+  /**
+   * Several hosts in one pool, instead of `host` / `port` (in a URL:
+   * `mysql://app@db1:3306,db2:3306/app`). A host that refuses, times out, is read-only or is a
+   * Galera node not `Synced` is set aside with a backoff; calls not yet sent go to the next one.
+   */
+  hosts?: Array<{ host: string; port?: number } | string>;
+  /**
+   * With `hosts`: `'sequential'` (default: every connection to the first healthy host, one
+   * writer node) or `'loadbalance'` (connections spread over the healthy hosts).
+   */
+  failover?: 'sequential' | 'loadbalance';
   user?: string;
   password?: string;
   database?: string;
@@ -85,6 +96,12 @@ export interface PoolStats {
   preparedFallbacks: number;
   /** The pool's connections right now, and calls waiting for one. */
   pool: { open: number; idle: number; inUse: number; waiters: number };
+  /**
+   * Each host of the pool in list order (one for a single-host pool): `healthy`, or `aside`
+   * (after `reason`, tried again after a backoff); `since` = when it entered that state, ms
+   * since the epoch.
+   */
+  hosts: Array<{ host: string; port: number; state: 'healthy' | 'aside'; reason?: string; since: number }>;
   /** Per port method called at least once (native backends on this pool). */
   methods: Record<
     string,
@@ -215,8 +232,10 @@ export declare function traceOpenTelemetry(
 
 /** A `mysql2` pool (promise or callback API); its connection config is read at runtime. */
 export type Mysql2PoolLike = { readonly config: object } | { readonly pool: { readonly config: object } };
-/** Anything `mysqlPool` can read connection settings from: a mysql2 pool, a URL, or options. */
-export type PoolSource = string | PoolOptions | Mysql2PoolLike;
+/** A `mysql2` `PoolCluster` (promise or callback API); its nodes become a host list. */
+export type Mysql2PoolClusterLike = { readonly poolCluster: object } | { readonly _nodes: object };
+/** Anything `mysqlPool` can read connection settings from: a mysql2 pool or pool cluster, a URL, or options. */
+export type PoolSource = string | PoolOptions | Mysql2PoolLike | Mysql2PoolClusterLike;
 
 export interface MysqlPoolOpts {
   /**

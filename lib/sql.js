@@ -63,7 +63,30 @@ function sslFromUrl(params) {
   return undefined;
 }
 
-function fromUrl(text) {
+/** One `host[:port]` / `[v6]:port` of a URL host list, as `{ host, port }`. */
+function hostPort(text, name) {
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]+))(?::(\d*))?$/.exec(text);
+  if (!m || (m[3] !== undefined && m[3] === ''))
+    throw fail(`${name}: expected host or host:port, got ${JSON.stringify(text)}`);
+  return { host: m[1] || m[2], port: m[3] === undefined ? undefined : optInt(m[3], `${name} port`) };
+}
+
+/**
+ * A URL whose authority lists several hosts (`db1:3306,db2:3306`, which `URL` cannot parse):
+ * the text with a placeholder host for `URL`, and the hosts; `hosts` is undefined for one host.
+ */
+function splitHosts(text) {
+  const m = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#]*)(.*)$/is.exec(text);
+  if (!m) return { text, hosts: undefined };
+  const at = m[2].lastIndexOf('@');
+  const list = m[2].slice(at + 1);
+  if (!list.includes(',')) return { text, hosts: undefined };
+  const hosts = list.split(',').map((h, i) => hostPort(h, `URL host ${i + 1}`));
+  return { text: `${m[1]}${m[2].slice(0, at + 1)}hosts.invalid${m[3]}`, hosts };
+}
+
+function fromUrl(whole) {
+  const { text, hosts } = splitHosts(whole);
   let url;
   try {
     url = new URL(text);
@@ -82,8 +105,10 @@ function fromUrl(text) {
     }
   };
   return normalise({
-    host: url.hostname ? url.hostname.replace(/^\[|\]$/g, '') : undefined,
-    port: url.port || undefined,
+    host: hosts ? undefined : url.hostname ? url.hostname.replace(/^\[|\]$/g, '') : undefined,
+    port: hosts ? undefined : url.port || undefined,
+    hosts,
+    failover: p.get('failover') || undefined,
     user: url.username ? dec(url.username) : undefined,
     password: url.password ? dec(url.password) : undefined,
     database: url.pathname && url.pathname.length > 1 ? dec(url.pathname.slice(1)) : undefined,
@@ -97,10 +122,25 @@ function fromUrl(text) {
   });
 }
 
+/** `hosts`: `[{ host, port? }]` or `['host:port', …]`; ranges and duplicates are checked in Rust. */
+function hostsOf(v) {
+  if (v === undefined || v === null) return undefined;
+  return c.arr(v, 'hosts').map((h, i) => {
+    const name = `hosts[${i}]`;
+    if (typeof h === 'string') return hostPort(h, name);
+    if (h === null || typeof h !== 'object')
+      throw fail(`${name} must be an object { host, port } or a 'host:port' string`);
+    if (typeof h.host !== 'string') throw fail(`${name}.host must be a string`);
+    return { host: h.host, port: optInt(h.port, `${name}.port`) };
+  });
+}
+
 function normalise(o) {
   return {
     host: optStr(o.host, 'host'),
     port: optInt(o.port, 'port'),
+    hosts: hostsOf(o.hosts),
+    failover: optStr(o.failover, 'failover'),
     user: optStr(o.user, 'user'),
     password: optStr(o.password, 'password'),
     database: optStr(o.database, 'database'),
@@ -132,12 +172,47 @@ function mysql2Config(x) {
   });
 }
 
+/**
+ * The config of a mysql2 `PoolCluster` (promise or callback), if `x` is one: its nodes become a
+ * host list, its default selector the failover policy (`ORDER` is sequential, `RR` / `RANDOM`
+ * spread connections). The nodes must share user, password, database and TLS settings.
+ */
+function mysql2ClusterConfig(x) {
+  const core = x && typeof x === 'object' && x.poolCluster ? x.poolCluster : x;
+  if (!core || typeof core !== 'object' || !core._nodes || typeof core._nodes !== 'object') return undefined;
+  const nodes = Object.values(core._nodes).map((n) => n && n.pool && n.pool.config);
+  if (nodes.length === 0 || nodes.some((n) => !n || !n.connectionConfig)) {
+    throw fail('the mysql2 PoolCluster has no nodes (call cluster.add(config) first)');
+  }
+  const first = nodes[0].connectionConfig;
+  for (const [i, n] of nodes.entries()) {
+    const cc = n.connectionConfig;
+    for (const key of ['user', 'password', 'database', 'socketPath']) {
+      if (cc[key] !== first[key])
+        throw fail(`the mysql2 PoolCluster's nodes differ in ${key} (node ${i}); one pool has one set`);
+    }
+    if (JSON.stringify(cc.ssl || null) !== JSON.stringify(first.ssl || null)) {
+      throw fail(`the mysql2 PoolCluster's nodes differ in ssl (node ${i}); one pool has one set`);
+    }
+  }
+  const selector = String(core._defaultSelector || 'RR').toUpperCase();
+  return normalise({
+    hosts: nodes.map((n) => ({ host: n.connectionConfig.host, port: n.connectionConfig.port })),
+    failover: selector === 'ORDER' ? 'sequential' : 'loadbalance',
+    user: first.user,
+    password: first.password,
+    database: first.database,
+    connectionLimit: nodes[0].connectionLimit,
+    ssl: first.ssl || undefined,
+  });
+}
+
 function configOf(x) {
   if (typeof x === 'string') return fromUrl(x);
   if (x === null || typeof x !== 'object') {
-    throw fail('expected a mysql2 Pool, a mysql:// URL, or an options object');
+    throw fail('expected a mysql2 Pool or PoolCluster, a mysql:// URL, or an options object');
   }
-  const fromMysql2 = mysql2Config(x);
+  const fromMysql2 = mysql2Config(x) || mysql2ClusterConfig(x);
   if (fromMysql2) return fromMysql2;
   if (typeof x.url === 'string') return { ...fromUrl(x.url), ...stripUndefined(normalise({ ...x, url: undefined })) };
   return normalise(x);

@@ -875,3 +875,26 @@ test(
     }
   },
 );
+
+test('a host list: pool.hosts shows each host, the refused one set aside with its reason', TO, async () => {
+  const d = await database('hosts');
+  try {
+    await m.applySchema(d.sql, '');
+    const u = new URL(d.db.url);
+    // Port 1 on loopback refuses at once; the doctor's calls go on to the real server.
+    const listed = d.db.url.replace(`@${u.host}`, `@127.0.0.1:1,${u.host}`);
+    const result = await checkDatabase(listed);
+    const c = byName(result);
+    assert.equal(c.connection.verdict, 'ok', c.connection.detail);
+    assert.equal(c['pool.hosts'].verdict, 'warn', c['pool.hosts'].detail);
+    assert.match(c['pool.hosts'].detail, /127\.0\.0\.1:1 set aside since .*refused/i);
+    assert.deepEqual(
+      c['pool.hosts'].value.map((h) => h.state),
+      ['aside', 'healthy'],
+    );
+    // A single host gets no such line.
+    assert.equal(byName(await checkDatabase(d.db.url))['pool.hosts'], undefined);
+  } finally {
+    await d.done();
+  }
+});

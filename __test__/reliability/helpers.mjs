@@ -74,3 +74,15 @@ export function within(p, ms, what = 'operation') {
   });
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
+
+/**
+ * Creates `database` and a user with every privilege on it and none global (no SUPER / READ
+ * ONLY ADMIN, so `read_only` applies to it), through `root` (a mysql2 connection as root).
+ * Returns the user's `user:password` for a URL.
+ */
+export async function createAppUser(root, database, user = 'app', password = `${user}-pw`) {
+  await root.query(`CREATE DATABASE IF NOT EXISTS \`${database}\``);
+  await root.query(`CREATE USER IF NOT EXISTS ?@'%' IDENTIFIED BY ?`, [user, password]);
+  await root.query(`GRANT ALL PRIVILEGES ON \`${database}\`.* TO ?@'%'`, [user]);
+  return `${user}:${password}`;
+}

@@ -91,7 +91,11 @@ function describeTarget(x) {
     return 'the server';
   }
   if (!cfg) return 'the server';
-  const where = cfg.socketPath ? cfg.socketPath : `${cfg.host || 'localhost'}:${cfg.port || 3306}`;
+  const where = cfg.socketPath
+    ? cfg.socketPath
+    : cfg.hosts
+      ? cfg.hosts.map((h) => `${h.host}:${h.port || 3306}`).join(',')
+      : `${cfg.host || 'localhost'}:${cfg.port || 3306}`;
   return `${cfg.user || 'root'}@${where}/${cfg.database || ''}`;
 }
 
@@ -164,6 +168,8 @@ async function checkDatabaseOf(sql, prefix, opts, fallback) {
     let facts;
     try {
       facts = await collect(sql, prefix, o.contract);
+      // Each host's state as the doctor's own calls left it (native pools only).
+      if (isNative(sql)) target.hosts = sql.stats().hosts;
     } catch (e) {
       const whom = own ? ` ${describeTarget(given)}` : '';
       const checks = [

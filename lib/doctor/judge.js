@@ -3,6 +3,7 @@
 // The connection and database lines are judged here; every other family has its file in checks/.
 const { binlogCheck } = require('./checks/binlog');
 const { galeraChecks } = require('./checks/galera');
+const { hostChecks } = require('./checks/hosts');
 const { isolationChecks } = require('./checks/isolation');
 const { layoutCheck } = require('./checks/layout');
 const { packetCheck } = require('./checks/packet');
@@ -20,7 +21,7 @@ const { layoutName } = require('./layout');
 const { ALPHA2, V3 } = require('./names');
 const { check } = require('./verdict');
 
-/** Every check from the collected facts. `t`: { prefix, contract, pendingWork, pool, native, own, setIsolation }. */
+/** Every check from the collected facts. `t`: { prefix, contract, pendingWork, pool, native, own, setIsolation, hosts }. */
 function judge(f, t) {
   const checks = [];
   checks.push(
@@ -76,6 +77,7 @@ function judge(f, t) {
     ...galeraChecks(f),
     replicationCheck(f),
     ...poolChecks(f, t),
+    ...hostChecks(t),
   );
   return checks;
 }

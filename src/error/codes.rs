@@ -1,6 +1,11 @@
 //! Symbolic names of the server error numbers a caller is likely to branch on, as mysql2 names
 //! them (`err.code`); any other number is named `ER_<errno>`.
 
+/// The answers of a node that can no longer serve writes through any of its connections: 1047
+/// (a Galera node outside the primary component, or not yet synced), 1290 (`read_only`, as a
+/// demoted primary is), 1836 (read-only mode). A connection that got one leaves the pool.
+pub const NODE_UNFIT: [u16; 3] = [1047, 1290, 1836];
+
 /// The name of server error `errno`.
 pub fn name(errno: u16) -> String {
     let known = match errno {
@@ -37,6 +42,7 @@ pub fn name(errno: u16) -> String {
         1406 => "ER_DATA_TOO_LONG",
         1451 => "ER_ROW_IS_REFERENCED_2",
         1452 => "ER_NO_REFERENCED_ROW_2",
+        1836 => "ER_READ_ONLY_MODE",
         1927 => "ER_CONNECTION_KILLED",
         3024 => "ER_QUERY_TIMEOUT",
         _ => return format!("ER_{errno}"),

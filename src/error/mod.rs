@@ -102,6 +102,19 @@ impl Error {
         matches!(self, Error::Connection { .. } | Error::Timeout(_))
     }
 
+    /// True when the node that answered can no longer serve this connection (`codes::NODE_UNFIT`:
+    /// not synced with its Galera cluster, or read-only): the statement was refused, so the error
+    /// reaches the caller as the server's, but the connection must not be handed out again.
+    pub fn node_unfit(&self) -> bool {
+        matches!(self, Error::Server { code, .. } if codes::NODE_UNFIT.contains(code))
+    }
+
+    /// True when the connection the error came from must leave the pool: it is broken, or its
+    /// node can no longer serve it.
+    pub fn leaves_pool(&self) -> bool {
+        self.is_connection() || self.node_unfit()
+    }
+
     /// True when the server has already rolled the whole transaction back (a deadlock or a
     /// Galera brute-force abort), or its state is unknown, so later statements would run
     /// outside it.
@@ -338,6 +351,23 @@ mod tests {
         assert_eq!(e.kind(), Kind::Server);
         assert_eq!(e.code(), "ER_LOCK_DEADLOCK");
         assert!(!Error::Contract("x".into()).is_transient());
+    }
+
+    #[test]
+    fn read_only_and_unsynced_answers_take_the_connection_out_of_the_pool() {
+        let server = |code| Error::Server {
+            code,
+            state: "HY000".into(),
+            message: "x".into(),
+        };
+        for code in [1047, 1290, 1836] {
+            assert!(server(code).leaves_pool(), "{code}");
+            assert!(!server(code).is_connection(), "{code} stays a server error");
+        }
+        assert!(!server(1062).leaves_pool());
+        assert!(!server(1213).leaves_pool());
+        assert!(Error::connection("x").leaves_pool());
+        assert!(Error::Timeout("x".into()).leaves_pool());
     }
 
     #[test]

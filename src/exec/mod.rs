@@ -11,9 +11,10 @@ pub(crate) mod wrapped;
 use crate::error::{Error, Result};
 use crate::observe::trace;
 use crate::pool::charset;
+use crate::pool::hosts::{self, Hosts, Node};
 use crate::pool::literal;
 use mysql_async::prelude::*;
-use mysql_async::{Conn, Pool, Row, Value};
+use mysql_async::{Conn, Row, Value};
 use std::borrow::Cow;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -97,9 +98,8 @@ pub trait Exec: Send {
 
 /// Shared pool state: the driver pool plus settings and counters.
 pub struct PoolHandle {
-    pub pool: Pool,
-    /// The pool's connection options (for the session killer's own connection).
-    pub opts: mysql_async::Opts,
+    /// The driver pool of each host, and each host's health (one host unless a list was given).
+    pub hosts: Hosts,
     pub acquire_timeout: Duration,
     /// Bound on every round trip of an established connection (`queryTimeoutMs`; None = none).
     pub query_timeout: Option<Duration>,
@@ -178,44 +178,134 @@ pub fn tagged(tag: &str, text: &str) -> String {
 const DISCARD_BOUND: Duration = Duration::from_millis(200);
 
 impl PoolHandle {
-    /// Checks out a connection, bounded by the acquire timeout.
+    /// Checks out a connection, bounded by the acquire timeout. With several hosts they are
+    /// tried in `Hosts::order`, each for an even share of the time left; a host that fails is
+    /// set aside and the checkout moves on, so a call not yet sent goes to the next host.
     pub async fn acquire(&self) -> Result<Conn> {
-        let checkout = async {
-            let mut conn = self.pool.get_conn().await?;
-            if self.max_packet.load(Ordering::Relaxed) == 0 {
-                let max: Option<u64> = conn.query_first("SELECT @@max_allowed_packet").await?;
-                self.max_packet
-                    .store(max.unwrap_or(u64::MAX), Ordering::Relaxed);
-            }
-            Ok::<Conn, mysql_async::Error>(conn)
-        };
         let started = trace::start();
-        // For a traced call only: whether the pool opened a connection for this checkout (it
-        // had none idle and has one more after), which JS reports on the connect channel.
-        let pool_before = started.map(|_| self.pool_counts());
-        let acquired = match tokio::time::timeout(self.acquire_timeout, checkout).await {
-            Ok(Ok(conn)) => Ok(conn),
-            Ok(Err(e)) => Err(self.redact(e.into())),
-            Err(_) => Err(Error::Connection {
-                code: "ETIMEDOUT",
-                message: format!(
-                    "timed out after {} ms waiting for a connection (acquireTimeoutMs)",
-                    self.acquire_timeout.as_millis()
-                ),
-            }),
-        };
-        let opened = pool_before.map(|(open, idle)| idle == 0 && self.pool_counts().0 > open);
+        // For a traced call only: whether a pool opened a connection for this checkout (none
+        // was idle and one more is open after), which JS reports on the connect channel.
+        let before = started.map(|_| self.pool_counts());
+        let acquired = self.acquire_from_hosts().await;
+        let opened = before.map(|(open, idle)| idle == 0 && self.pool_counts().0 > open);
         trace::acquired(started, opened, &acquired);
         acquired
     }
 
-    /// Connections open and idle in the pool right now.
+    /// Connections open and idle right now, over every host's pool.
     fn pool_counts(&self) -> (usize, usize) {
-        let m = self.pool.metrics();
-        (
-            m.connection_count.load(Ordering::Relaxed),
-            m.connections_in_pool.load(Ordering::Relaxed),
-        )
+        self.hosts
+            .pools()
+            .iter()
+            .fold((0, 0), |(open, idle), pool| {
+                let m = pool.metrics();
+                (
+                    open + m.connection_count.load(Ordering::Relaxed),
+                    idle + m.connections_in_pool.load(Ordering::Relaxed),
+                )
+            })
+    }
+
+    /// `acquire` without its trace.
+    async fn acquire_from_hosts(&self) -> Result<Conn> {
+        let deadline = tokio::time::Instant::now() + self.acquire_timeout;
+        let order = self.hosts.order();
+        let mut last = None;
+        for (i, node) in order.iter().enumerate() {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let share = left / (order.len() - i) as u32;
+            let (pool, generation) = node.current();
+            let failure = match tokio::time::timeout(share, self.checkout(node, &pool)).await {
+                Ok(Ok(conn)) => return Ok(conn),
+                Ok(Err(e)) => self.redact(e),
+                // Every connection in use: a busy host, not a dead one — wait for it.
+                Err(_) if self.hosts.multi() && self.hosts.saturated(node) => {
+                    return match tokio::time::timeout_at(deadline, self.checkout(node, &pool)).await
+                    {
+                        Ok(r) => r.map_err(|e| self.redact(e)),
+                        Err(_) => Err(self.acquire_timed_out()),
+                    };
+                }
+                Err(_) if self.hosts.multi() => Error::Connection {
+                    code: "ETIMEDOUT",
+                    message: format!(
+                        "{}:{} gave no connection within {} ms",
+                        node.host,
+                        node.port,
+                        share.as_millis()
+                    ),
+                },
+                Err(_) => self.acquire_timed_out(),
+            };
+            if self.hosts.multi() {
+                node.set_aside(failure.message(), Some(generation));
+            }
+            last = Some(failure);
+        }
+        Err(last.unwrap_or_else(|| self.acquire_timed_out()))
+    }
+
+    fn acquire_timed_out(&self) -> Error {
+        Error::Connection {
+            code: "ETIMEDOUT",
+            message: format!(
+                "timed out after {} ms waiting for a connection (acquireTimeoutMs)",
+                self.acquire_timeout.as_millis()
+            ),
+        }
+    }
+
+    /// One connection from `node`'s pool; in a multi-host pool, probed (`hosts::unfit`) on its
+    /// first checkout and after the host was set aside, and closed if the node is unfit.
+    async fn checkout(&self, node: &Node, pool: &mysql_async::Pool) -> Result<Conn> {
+        let mut conn = pool.get_conn().await?;
+        if self.max_packet.load(Ordering::Relaxed) == 0 {
+            let max: Option<u64> = conn.query_first("SELECT @@max_allowed_packet").await?;
+            self.max_packet
+                .store(max.unwrap_or(u64::MAX), Ordering::Relaxed);
+        }
+        if !self.hosts.multi() {
+            return Ok(conn);
+        }
+        let id = conn.id();
+        if !node.needs_probe(id) {
+            return Ok(conn);
+        }
+        match hosts::unfit(&mut conn).await {
+            Ok(None) => {
+                node.healthy(Some(id));
+                Ok(conn)
+            }
+            Ok(Some(why)) => {
+                discard(conn).await;
+                Err(Error::connection(format!(
+                    "{}:{} cannot take writes: {why}",
+                    node.host, node.port
+                )))
+            }
+            Err(e) => {
+                discard(conn).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// `release`, and in a multi-host pool sets the connection's host aside when the failure
+    /// says the host is gone or can no longer serve it (`Error::leaves_pool`).
+    pub async fn release<T>(&self, conn: Conn, outcome: &Result<T>) {
+        if let Err(e) = outcome {
+            self.note(&conn, e);
+        }
+        release(conn, outcome).await;
+    }
+
+    /// Sets `conn`'s host aside after failure `e`, where that applies (see `release`).
+    pub fn note(&self, conn: &Conn, e: &Error) {
+        if self.hosts.multi() && e.leaves_pool() {
+            if let Some(node) = self.hosts.node_of(conn) {
+                node.set_aside(self.redact(e.clone()).message(), None);
+            }
+        }
     }
 
     /// Awaits one round trip on connection `conn_id` whose statements start with `tag` (see
@@ -250,13 +340,20 @@ impl PoolHandle {
     /// with `tag` — since behind a load balancer a new connection may reach another server,
     /// where the same id belongs to someone else.
     fn kill_later(self: &Arc<Self>, conn_id: u32, tag: String) {
+        // The session is on one of the hosts; the tag check finds it on that one only.
+        for node in self.hosts.nodes() {
+            self.kill_on(node.opts().clone(), conn_id, tag.clone());
+        }
+    }
+
+    fn kill_on(self: &Arc<Self>, opts: mysql_async::Opts, conn_id: u32, tag: String) {
         let handle = self.clone();
         tokio::spawn(async move {
             let bound = handle
                 .acquire_timeout
                 .min(handle.query_timeout.unwrap_or(handle.acquire_timeout));
             let kill = async {
-                let mut conn = Conn::new(handle.opts.clone()).await.map_err(Error::from)?;
+                let mut conn = Conn::new(opts).await.map_err(Error::from)?;
                 let mut check = String::new();
                 literal::render(
                     "SELECT ID FROM information_schema.PROCESSLIST WHERE ID = ? \
@@ -305,9 +402,9 @@ pub async fn discard(conn: Conn) {
 }
 
 /// Gives `conn` back to the pool (by dropping it), or closes it when `outcome` is a failure
-/// that leaves the connection unusable.
+/// that leaves the connection unusable or its node unable to serve it (`Error::leaves_pool`).
 pub async fn release<T>(conn: Conn, outcome: &Result<T>) {
-    if matches!(outcome, Err(e) if e.is_connection()) {
+    if matches!(outcome, Err(e) if e.leaves_pool()) {
         discard(conn).await;
     }
 }
@@ -631,9 +728,14 @@ where
                 Err(e)
             }
         };
-        release(conn, &result).await;
+        handle.release(conn, &result).await;
         match result {
             Err(e) if e.is_transient() && attempt < MAX_TX_ATTEMPTS => {
+                backoff(handle, attempt).await
+            }
+            // A node that refuses every write (read-only, not synced) applied nothing of the
+            // unit: with another host to go to, the whole unit runs again there.
+            Err(e) if e.node_unfit() && handle.hosts.multi() && attempt < MAX_TX_ATTEMPTS => {
                 backoff(handle, attempt).await
             }
             other => return other.map_err(|e| handle.redact(e)),

@@ -12,9 +12,10 @@ use crate::node::rows::UserRows;
 use crate::node::turns::{Turn, Turns};
 use crate::pool::charset;
 use crate::pool::config::{self, PoolConfig};
+use crate::pool::hosts::Hosts;
 use crate::pool::literal;
 use mysql_async::prelude::*;
-use mysql_async::{Conn, Pool, Row};
+use mysql_async::{Conn, Row};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -78,9 +79,22 @@ pub struct PoolStats {
     pub prepared_fallbacks: f64,
     /// Connections: open, idle in the pool, in use, and calls waiting for one.
     pub pool: ConnectionStats,
+    /// Each host of the pool, in list order, with its state.
+    pub hosts: Vec<HostStats>,
     /// Per port method called at least once: `{ calls, errors: { argument, server, connection,
     /// contract }, p50Ms, p90Ms, p99Ms }`.
     pub methods: serde_json::Value,
+}
+
+/// One host of the pool right now: `healthy`, or `aside` (set aside after `reason`, tried
+/// again after a backoff); `since` is when it entered that state (ms since the epoch).
+#[napi(object)]
+pub struct HostStats {
+    pub host: String,
+    pub port: f64,
+    pub state: String,
+    pub reason: Option<String>,
+    pub since: f64,
 }
 
 /// The pool's connections right now.
@@ -269,7 +283,7 @@ impl NativeSql {
             Box::pin(async move {
                 let mut conn = handle.acquire().await?;
                 let result = run_bounded(&handle, &mut conn, &text, &params).await;
-                exec::release(conn, &result).await;
+                handle.release(conn, &result).await;
                 result.map_err(|e| handle.redact(e))
             })
         }
@@ -290,10 +304,16 @@ impl NativeSql {
     #[napi(constructor)]
     pub fn new(env: Env, cfg: PoolConfig) -> napi::Result<Self> {
         let settings = promise::sync(&env, config::build(&cfg))?;
+        let hosts = Hosts::new(settings.hosts, settings.failover, settings.limit);
+        let first = &hosts.nodes()[0];
         let describe = format!(
-            "NativeSql {{ host: {:?}, port: {}, user: {:?}, database: {:?}, password: {} }}",
-            cfg.host.as_deref().unwrap_or("localhost"),
-            cfg.port.unwrap_or(3306),
+            "NativeSql {{ host: {:?}, port: {}{}, user: {:?}, database: {:?}, password: {} }}",
+            first.host,
+            first.port,
+            match hosts.nodes().len() {
+                1 => String::new(),
+                n => format!(" (+{} more hosts)", n - 1),
+            },
             cfg.user.as_deref().unwrap_or("root"),
             cfg.database.as_deref().unwrap_or(""),
             if cfg.password.as_deref().is_some_and(|p| !p.is_empty()) {
@@ -302,11 +322,9 @@ impl NativeSql {
                 "none"
             },
         );
-        let pool = Pool::new(settings.opts.clone());
         Ok(NativeSql {
             handle: Arc::new(PoolHandle {
-                pool,
-                opts: settings.opts,
+                hosts,
                 acquire_timeout: settings.acquire_timeout,
                 query_timeout: settings.query_timeout,
                 prepared: settings.prepared,
@@ -357,7 +375,7 @@ impl NativeSql {
             let mut conn = handle.acquire().await?;
             let begun = exec::finish(&handle, &mut conn, "BEGIN").await;
             if let Err(e) = begun {
-                exec::release(conn, &Err::<(), _>(e.clone())).await;
+                handle.release(conn, &Err::<(), _>(e.clone())).await;
                 return Err(handle.redact(e));
             }
             Ok(NativeTx {
@@ -365,6 +383,7 @@ impl NativeSql {
                     state: Mutex::new(TxState {
                         conn: Some(conn),
                         ended_by: None,
+                        node_unfit: false,
                     }),
                     turns: Turns::default(),
                     handle,
@@ -377,12 +396,18 @@ impl NativeSql {
     #[napi(ts_return_type = "Promise<void>")]
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
         let already = self.closed.swap(true, Ordering::AcqRel);
-        let pool = self.handle.pool.clone();
+        let pools = self.handle.hosts.pools();
         promise::promise(env, async move {
             if already {
                 return Ok(());
             }
-            pool.disconnect().await.map_err(Error::from)
+            let mut first_error = Ok(());
+            for pool in pools {
+                if let Err(e) = pool.disconnect().await {
+                    first_error = first_error.and(Err(Error::from(e)));
+                }
+            }
+            first_error
         })
     }
 
@@ -403,19 +428,36 @@ impl NativeSql {
     #[napi]
     pub fn stats(&self) -> PoolStats {
         let h = &self.handle;
-        let pool = h.pool.metrics();
-        let gauge = |g: &std::sync::atomic::AtomicUsize| g.load(Ordering::Relaxed) as f64;
+        let pools = h.hosts.pools();
+        let gauge = |g: fn(&mysql_async::Metrics) -> &std::sync::atomic::AtomicUsize| {
+            pools
+                .iter()
+                .map(|p| g(&p.metrics()).load(Ordering::Relaxed) as f64)
+                .sum()
+        };
         PoolStats {
             round_trips: h.round_trips.load(Ordering::Relaxed) as f64,
             deadlock_retries: h.retries.load(Ordering::Relaxed) as f64,
             statements: h.metrics.statements.load(Ordering::Relaxed) as f64,
             prepared_fallbacks: h.prepared_fallbacks.load(Ordering::Relaxed) as f64,
             pool: ConnectionStats {
-                open: gauge(&pool.connection_count),
-                idle: gauge(&pool.connections_in_pool),
-                in_use: gauge(&pool.connections_in_use),
-                waiters: gauge(&pool.active_wait_requests),
+                open: gauge(|m| &m.connection_count),
+                idle: gauge(|m| &m.connections_in_pool),
+                in_use: gauge(|m| &m.connections_in_use),
+                waiters: gauge(|m| &m.active_wait_requests),
             },
+            hosts: h
+                .hosts
+                .states()
+                .into_iter()
+                .map(|s| HostStats {
+                    host: s.host,
+                    port: f64::from(s.port),
+                    state: s.state.into(),
+                    reason: s.reason,
+                    since: s.since,
+                })
+                .collect(),
             methods: h.metrics.methods(),
         }
     }
@@ -452,6 +494,10 @@ struct TxState {
     conn: Option<Conn>,
     /// The error that ended the transaction early, if one did.
     ended_by: Option<Error>,
+    /// Whether a statement was refused because the node can no longer serve this connection
+    /// (`Error::node_unfit`: read-only, not synced): the connection is closed when the
+    /// transaction ends, not given back to the pool.
+    node_unfit: bool,
 }
 
 /// A call issued in a transaction: its place in the transaction's queue.
@@ -523,6 +569,10 @@ impl TxInner {
 
     /// Records a failure that ended the transaction, discarding a connection it left unusable.
     async fn after_failure(&self, st: &mut TxState, e: &Error) {
+        st.node_unfit |= e.node_unfit();
+        if let Some(conn) = st.conn.as_ref() {
+            self.handle.note(conn, e);
+        }
         if e.ends_transaction() {
             st.ended_by = Some(e.clone());
             if e.is_connection() {
@@ -564,7 +614,11 @@ impl TxInner {
         };
         let statement = if ended_by.is_some() { "ROLLBACK" } else { want };
         let result = exec::finish(&self.handle, &mut conn, statement).await;
-        exec::release(conn, &result).await;
+        if std::mem::take(&mut st.node_unfit) {
+            exec::discard(conn).await;
+        } else {
+            self.handle.release(conn, &result).await;
+        }
         match ended_by {
             Some(e) if committing => Err(ended_early(&e)),
             _ => result.map_err(|e| self.handle.redact(e)),

@@ -6,6 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::pool::charset;
+use crate::pool::hosts::Failover;
 use mysql_async::{OptsBuilder, PoolConstraints, PoolOpts, SslOpts};
 use napi_derive::napi;
 use std::time::Duration;
@@ -16,6 +17,11 @@ use std::time::Duration;
 pub struct PoolConfig {
     pub host: Option<String>,
     pub port: Option<i64>,
+    /// Several hosts in one pool (instead of `host` / `port`), tried in the order `failover`
+    /// says (see `hosts.rs`).
+    pub hosts: Option<Vec<HostConfig>>,
+    /// `sequential` (default) or `loadbalance`; only with `hosts`.
+    pub failover: Option<String>,
     pub user: Option<String>,
     pub password: Option<String>,
     pub database: Option<String>,
@@ -40,6 +46,14 @@ pub struct PoolConfig {
     pub ssl: Option<SslConfig>,
 }
 
+/// One host of a host list.
+#[napi(object)]
+#[derive(Clone, Default)]
+pub struct HostConfig {
+    pub host: String,
+    pub port: Option<i64>,
+}
+
 /// TLS settings (mirrors mysql2's `ssl` object where it makes sense).
 #[napi(object)]
 #[derive(Clone, Default)]
@@ -56,7 +70,11 @@ pub struct SslConfig {
 
 /// What the pool needs besides the driver options.
 pub struct Settings {
-    pub opts: mysql_async::Opts,
+    /// The driver options of each host, in list order (one entry for a single host).
+    pub hosts: Vec<mysql_async::Opts>,
+    pub failover: Failover,
+    /// `connectionLimit`: connections each host's pool may open.
+    pub limit: usize,
     pub acquire_timeout: Duration,
     pub query_timeout: Option<Duration>,
     /// Whether single-statement units run prepared (`statementCacheSize` > 0).
@@ -65,6 +83,9 @@ pub struct Settings {
 }
 
 const MAX_CONNECTIONS: i64 = 10_000;
+
+/// The longest host list accepted.
+const MAX_HOSTS: usize = 64;
 
 /// Default bound on an unanswered round trip: far above any statement the backend sends, and
 /// above the server's default lock wait (50 s), so only a silent network or server reaches it.
@@ -94,13 +115,59 @@ fn ident_ok(s: &str) -> bool {
     !s.contains('\0')
 }
 
+/// `host` if it can name a host, else an error naming `name`.
+fn checked_host(name: &str, host: &str) -> Result<String> {
+    if host.is_empty() || !ident_ok(host) || host.contains(['/', ' ', ',']) {
+        return Err(Error::Invalid(format!(
+            "mysqlPool: invalid {name} {host:?}"
+        )));
+    }
+    Ok(host.to_string())
+}
+
+/// The `(host, port)` list of `cfg`: its `hosts`, or its one `host` / `port`.
+fn host_list(cfg: &PoolConfig) -> Result<Vec<(String, u16)>> {
+    let Some(list) = &cfg.hosts else {
+        let host = checked_host("host", cfg.host.as_deref().unwrap_or("localhost"))?;
+        return Ok(vec![(
+            host,
+            in_range("port", cfg.port, 3306, 1, 65_535)? as u16,
+        )]);
+    };
+    if cfg.host.is_some() || cfg.port.is_some() {
+        return Err(Error::Invalid(
+            "mysqlPool: give either host/port or hosts, not both".into(),
+        ));
+    }
+    if cfg.socket_path.is_some() {
+        return Err(Error::Invalid(
+            "mysqlPool: socketPath names one local server; it cannot go with hosts".into(),
+        ));
+    }
+    if list.is_empty() || list.len() > MAX_HOSTS {
+        return Err(Error::Invalid(format!(
+            "mysqlPool: hosts must list between 1 and {MAX_HOSTS} hosts, got {}",
+            list.len()
+        )));
+    }
+    let mut out: Vec<(String, u16)> = Vec::with_capacity(list.len());
+    for (i, h) in list.iter().enumerate() {
+        let host = checked_host(&format!("hosts[{i}].host"), &h.host)?;
+        let port = in_range(&format!("hosts[{i}].port"), h.port, 3306, 1, 65_535)? as u16;
+        if out.iter().any(|(a, p)| a == &host && *p == port) {
+            return Err(Error::Invalid(format!(
+                "mysqlPool: hosts[{i}] ({host}:{port}) is listed twice"
+            )));
+        }
+        out.push((host, port));
+    }
+    Ok(out)
+}
+
 /// Validates `cfg` and builds the driver options.
 pub fn build(cfg: &PoolConfig) -> Result<Settings> {
-    let host = cfg.host.clone().unwrap_or_else(|| "localhost".into());
-    if host.is_empty() || !ident_ok(&host) || host.contains(['/', ' ']) {
-        return Err(Error::Invalid(format!("mysqlPool: invalid host {host:?}")));
-    }
-    let port = in_range("port", cfg.port, 3306, 1, 65_535)? as u16;
+    let hosts = host_list(cfg)?;
+    let failover = Failover::parse(cfg.failover.as_deref())?;
     let limit = in_range(
         "connectionLimit",
         cfg.connection_limit,
@@ -154,8 +221,6 @@ pub fn build(cfg: &PoolConfig) -> Result<Settings> {
         .with_inactive_connection_ttl(Duration::from_secs(60));
 
     let mut b = OptsBuilder::default()
-        .ip_or_hostname(host)
-        .tcp_port(port)
         .user(cfg.user.clone().or_else(|| Some("root".into())))
         .pass(cfg.password.clone())
         .db_name(cfg.database.clone().filter(|d| !d.is_empty()))
@@ -181,7 +246,12 @@ pub fn build(cfg: &PoolConfig) -> Result<Settings> {
         b = b.ssl_opts(Some(ssl_opts(ssl)?));
     }
     Ok(Settings {
-        opts: b.into(),
+        hosts: hosts
+            .into_iter()
+            .map(|(host, port)| b.clone().ip_or_hostname(host).tcp_port(port).into())
+            .collect(),
+        failover,
+        limit,
         acquire_timeout,
         query_timeout,
         prepared: cache > 0,
