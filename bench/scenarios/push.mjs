@@ -4,9 +4,9 @@
 // Latency: per variant (native with a listener, native without, the seed = the JavaScript
 // package, which has no push), PUSH_WORKERS idle worker processes run core's resident engine loop
 // and one waiter process runs core's result() loop (bench/push-process.mjs); the bench process is
-// the submitter. One sample: startRun (pending), the waiter starts result(runId), a random pause
-// long enough for the workers to back off fully (1.4 s) plus one idle wait (1.6 s) of phase, then
-// enqueue. dispatch = enqueue called → the first step began in a worker; completion = the worker's
+// the submitter. One sample: startRun (pending), a random pause long enough for the workers to
+// back off fully (1.4 s) plus one idle wait (1.6 s) of phase, enqueue, then the waiter starts
+// result(runId). dispatch = enqueue called → the first step began in a worker; completion = the worker's
 // markTerminal resolved → result() returned in the waiter. The variants sample concurrently, each
 // on its own tables and processes, so the run takes one variant's time.
 //
@@ -131,12 +131,14 @@ async function sampleVariant(v) {
     for (let i = 0; i < PUSH_SAMPLES; i++) {
       const { runId } = await backend.store.startRun({ name: 'push', version: 1, input: i });
       const mine = (m) => m.runId === runId;
+      await sleep(settleMs() + Math.random() * maxIdleMs());
       const settled = waiter.next('settled', mine);
       settled.catch(() => {}); // awaited below; a failure meanwhile is not an unhandled rejection
-      waiter.send({ type: 'result', runId });
-      await sleep(settleMs() + Math.random() * maxIdleMs());
       const t0 = now();
       await backend.queue.enqueue(runId);
+      // As a caller does (submit, then result()): its re-reads are in phase with the submit, not
+      // with the previous run's end, as the workers' back-off is.
+      waiter.send({ type: 'result', runId });
       const started = await Promise.any(workers.map((w) => w.next('started', mine)));
       const ended = await Promise.any(workers.map((w) => w.next('ended', mine)));
       const heard = await settled;
