@@ -52,6 +52,16 @@ export const IDLE_MS = num('BENCH_IDLE_MS', 10);
 export const DIGESTS_TOP = Math.round(num('BENCH_DIGESTS_TOP', 8));
 export const FLOW_BATCH = 20;
 export const FLOW_LEASE_MS = 30_000;
+// The push scenario (scenarios/push.mjs): latency samples per variant, idle worker processes per
+// variant, the idle-CPU window, core's tickMs (200: 200 ms after a partial batch, up to 8 × when
+// idle), the listener's intervalMs (unset: its default).
+export const PUSH_SAMPLES = Math.max(5, Math.round(num('BENCH_PUSH_SAMPLES', 30) * SCALE));
+export const PUSH_WORKERS = Math.max(1, Math.round(num('BENCH_PUSH_WORKERS', 2)));
+export const PUSH_IDLE_MS = Math.max(2000, Math.round(num('BENCH_PUSH_IDLE_MS', 6000) * SCALE));
+export const PUSH_TICK_MS = Math.round(num('BENCH_PUSH_TICK_MS', 200));
+export const PUSH_INTERVAL_MS = process.env.BENCH_PUSH_INTERVAL_MS
+  ? Math.round(num('BENCH_PUSH_INTERVAL_MS', 50))
+  : undefined;
 /** BENCH_SOCKET: the timed pools connect over a Unix socket ("1" = the private server's). */
 export const SOCKET = process.env.BENCH_SOCKET;
 

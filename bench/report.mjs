@@ -44,8 +44,8 @@ export function printHeader() {
 const S = (r, impl, k) => r.summary[impl]?.[k];
 const rateCell = (r, impl) => (r.errors[impl] ? 'FAILED' : fmtRate(S(r, impl, 'rate')));
 
-/** The tables on stdout; failures, listed last, set the exit code to 1. */
-export function printTables(results, scenarios, failures) {
+/** The main table and the detail table: rates and costs per operation of every rate scenario. */
+function printRates(results) {
   console.log('| scenario | seed | native | ratio | seed RT/op | native RT/op |');
   console.log('|---|---:|---:|---:|---:|---:|');
   for (const r of results) {
@@ -89,9 +89,15 @@ export function printTables(results, scenarios, failures) {
       'retries = operations re-run after a deadlock or lock-wait timeout, by the bench or (native, from sql.stats()) ' +
       'inside the implementation; sum over the timed repetitions.',
   );
+}
 
-  // Flows: one line per flow, both implementations side by side ("seed / native").
+/** The tables on stdout; failures, listed last, set the exit code to 1. */
+export function printTables(all, scenarios, failures) {
+  // The push scenario has latencies, not rates: its own tables (printPush), after the others.
+  const results = all.filter((r) => r.kind !== 'push');
+  if (results.length) printRates(results);
   const flows = results.filter((r) => r.kind === 'flow');
+  // Flows: one line per flow, both implementations side by side ("seed / native").
   if (flows.length) {
     const pair = (r, k, d = 0) =>
       bench.impls.map((i) => (r.summary[i.name]?.error ? 'FAILED' : fmt(r.summary[i.name]?.[k], d))).join(' / ');
@@ -186,11 +192,63 @@ export function printTables(results, scenarios, failures) {
     console.log(`\n(no statement digests: ${digestInfo.reason})`);
   }
 
+  const push = all.find((r) => r.kind === 'push');
+  if (push) printPush(push.push);
+
   if (failures.length) {
     console.log(`\n${failures.length} scenario/implementation pair(s) FAILED:`);
     for (const f of failures) console.log(`- ${f.scenario} (${f.impl}): ${f.error?.message ?? f.error}`);
     process.exitCode = 1;
   }
+}
+
+/** The push scenario's tables: latency per variant, then the idle server CPU. */
+function printPush(p) {
+  console.log(
+    `\n## Push: latency across processes (${p.samples} runs per variant, ${p.workers} idle worker processes each)\n`,
+  );
+  console.log('| variant | submit → first step p50 | p99 | max | run end → result() p50 | p99 | max |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  for (const v of p.variants) {
+    if (v.error) {
+      console.log(
+        `| ${v.variant} | FAILED: ${v.error.replace(/\|/g, '/').replace(/\s+/g, ' ').slice(0, 120)} | | | | | |`,
+      );
+      continue;
+    }
+    const d = v.dispatch;
+    const c = v.completion;
+    console.log(
+      `| ${v.variant} | ${fmt(d.p50, 1)} | ${fmt(d.p99, 1)} | ${fmt(d.max, 1)} | ${fmt(c.p50, 1)} | ${fmt(c.p99, 1)} | ${fmt(c.max, 1)} |`,
+    );
+  }
+  console.log(
+    `\nms. Workers run core's resident loop (tickMs ${p.tickMs}: ${p.tickMs} ms after a partial batch, doubling to ` +
+      `${p.tickMs * 8} ms when idle; with push the wait is queue.waitForWork); the waiter runs core's result() ` +
+      `(500 ms re-read); listener intervalMs ${p.intervalMs}. Each run is enqueued after a random pause that lets the ` +
+      `workers back off fully; the variants sample concurrently (${fmt(p.latencyWallS, 0)} s).`,
+  );
+  const idle = p.idle;
+  if (!idle) return;
+  console.log(`\n| idle worker processes | server CPU ms/s | per process ms/s | connections per process |`);
+  console.log('|---|---:|---:|---:|');
+  for (const r of idle.rows) {
+    console.log(
+      `| ${r.procs} × ${r.label} | ${fmt(r.serverMsPerS, 1)} | ${fmt(r.perProcMsPerS, 2)} | ${fmt(r.connectionsPerProc, 1)} |`,
+    );
+  }
+  console.log(
+    `\nServer CPU (/proc of the private server, 10 ms ticks; n/a with MYSQL_URL) over ${idle.windowMs} ms windows, ` +
+      `minus the idle server's own ${fmt(idle.baselineMsPerS, 1)} ms/s. 100 idle processes with push on ≈ ` +
+      `${fmt(idle.hundredMsPerS, 0)} ms/s (the 10-process figure × 100); intervalMs trades it against latency.`,
+  );
+}
+
+/** The push figures for results.json, without the raw samples. */
+function pushSummary(results) {
+  const p = results.find((r) => r.kind === 'push')?.push;
+  if (!p) return undefined;
+  return { ...p, variants: p.variants.map(({ raw, ...v }) => v) };
 }
 
 /**
@@ -273,7 +331,9 @@ export function writeOutputs(results) {
       only: argv.only,
       flows: flows.map((r) => entry(r)),
       // The other scenarios' medians (their digests as totals only; --json has everything).
-      scenarios: results.filter((r) => r.kind !== 'flow').map((r) => entry(r, false)),
+      scenarios: results.filter((r) => r.kind !== 'flow' && r.kind !== 'push').map((r) => entry(r, false)),
+      // The push scenario's latencies and idle cost (raw samples left to --json).
+      push: pushSummary(results),
     };
     // Four significant digits are plenty for a chart's numbers.
     const round = (k, v) =>

@@ -59,3 +59,82 @@ test('examples/run.mjs finishes every run and exits 0', { timeout: 120_000 }, as
     await db.drop();
   }
 });
+
+/** Starts examples/<file>; `until(re)` resolves once its stdout matches, `exited` when it ends. */
+function startExample(file, env, timeoutMs = 90_000) {
+  const child = spawn(process.execPath, [path.join(root, 'examples', file)], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const h = { child, stdout: '', stderr: '' };
+  const watchers = new Set();
+  child.stdout.on('data', (d) => {
+    h.stdout += d;
+    for (const w of watchers) w();
+  });
+  child.stderr.on('data', (d) => (h.stderr += d));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  h.exited = new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      for (const w of watchers) w();
+      resolve({ code, signal });
+    });
+  });
+  h.until = (re) =>
+    new Promise((resolve, reject) => {
+      const check = () => {
+        if (re.test(h.stdout)) {
+          watchers.delete(check);
+          resolve();
+        } else if (child.exitCode !== null || child.signalCode !== null) {
+          watchers.delete(check);
+          reject(new Error(`${file} ended before printing ${re}:\n${h.stdout}\n${h.stderr}`));
+        }
+      };
+      watchers.add(check);
+      check();
+    });
+  return h;
+}
+
+// The push pair: a worker whose idle wait grows to 8 × 2 s and a submitter that re-reads every
+// 10 s, so a run reported done well inside one re-read was dispatched and heard of by push.
+test(
+  'examples/push-worker.mjs and push-submitter.mjs: runs finish, heard of by push',
+  { timeout: 120_000 },
+  async () => {
+    const db = await freshDatabase('example_push');
+    const RUNS = 3;
+    const POLL_MS = 10_000;
+    const worker = startExample('push-worker.mjs', { MYSQL_URL: db.url, TICK_MS: '2000', EXIT_AFTER: String(RUNS) });
+    try {
+      await worker.until(/worker: waiting for work \(push on/);
+      const sub = startExample('push-submitter.mjs', {
+        MYSQL_URL: db.url,
+        RUNS: String(RUNS),
+        POLL_MS: String(POLL_MS),
+        PAUSE_MS: '500',
+      });
+      const s = await sub.exited;
+      const w = await worker.exited;
+      const out = `--- submitter\n${sub.stdout}${sub.stderr}\n--- worker\n${worker.stdout}${worker.stderr}`;
+      assert.equal(s.code, 0, `submitter exit ${s.code} (signal ${s.signal}):\n${out}`);
+      assert.equal(w.code, 0, `worker exit ${w.code} (signal ${w.signal}):\n${out}`);
+      assert.match(sub.stdout, new RegExp(`submitter: ${RUNS}/${RUNS} runs done`), out);
+      const lags = [...sub.stdout.matchAll(/done (\d+) ms after the submit: \{"greeting":"hello, run \d"\}/g)].map(
+        (m) => Number(m[1]),
+      );
+      assert.equal(lags.length, RUNS, out);
+      for (const ms of lags)
+        assert.ok(ms < POLL_MS, `a run heard of ${ms} ms after its submit, not before a re-read:\n${out}`);
+      assert.equal([...worker.stdout.matchAll(/worker: finished run /g)].length, RUNS, out);
+      assert.doesNotMatch(out, /mysql:\/\//);
+    } finally {
+      worker.child.kill('SIGKILL');
+      await db.drop();
+    }
+  },
+);
