@@ -10,6 +10,8 @@
 //   await cluster.waitForSync();             // every node committed the same last write set
 //   await cluster.checksum(db.name, ['run']); // [{ node: 'n1', sums: { run: '123' } }, …]
 //   await cluster.status(['wsrep_local_cert_failures']); // SHOW GLOBAL STATUS, per node
+//   await cluster.nodes[k].kill() / .shutdown()     // SIGKILL (a crash) / SIGTERM (a clean leave)
+//   await cluster.nodes[k].start()           // rejoin (IST, or SST after a crash); all Synced
 //   cluster.startupMs, cluster.phases        // start-up time, and where it went
 //   await cluster.stop();                    // SIGKILL the servers, delete the directories
 //
@@ -46,6 +48,7 @@ export const GALERA_PROVIDER = process.env.GALERA_PROVIDER || '/usr/lib/galera/l
 const READY_TIMEOUT_MS = 60_000; // per node: start-up, including a joiner's SST
 const SYNC_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 15_000;
+const SHUTDOWN_TIMEOUT_MS = 60_000; // a clean leave waits for the group (≈ 5 s)
 
 const live = new Set(); // clusters still running in this process
 
@@ -81,7 +84,7 @@ export function galeraSkip() {
 }
 
 /** `n` distinct free loopback ports (all held open together, so none is handed out twice). */
-async function freePorts(n) {
+export async function freePorts(n) {
   const servers = [];
   try {
     for (let k = 0; k < n; k++) {
@@ -213,6 +216,16 @@ setInterval(() => {
   setTimeout(() => { try { fs.rmSync(dir, { recursive: true, force: true }); } catch {} process.exit(0); }, 500);
 }, 500);
 `;
+
+/** Forget (and destroy) the node's cached admin connection, before the node goes away. */
+function dropConn(n) {
+  const conn = n.conn;
+  n.conn = null;
+  if (conn)
+    try {
+      conn.destroy();
+    } catch {}
+}
 
 function running(n) {
   return n.proc && n.proc.exitCode === null && n.proc.signalCode === null;
@@ -529,6 +542,30 @@ async function startOnce(size, extraOptions, bins) {
       errLog: n.errLog,
       get pid() {
         return n.proc && n.proc.pid;
+      },
+      /** SIGKILL this node (a crash); resolves once it has exited. */
+      async kill() {
+        dropConn(n);
+        killNode(n);
+        if (!(await within(n.exited, STOP_TIMEOUT_MS))) throw failure(n, 'did not exit after SIGKILL');
+      },
+      /** A clean shutdown (SIGTERM, as before an upgrade): the node leaves the cluster first. */
+      async shutdown() {
+        dropConn(n);
+        if (!running(n)) return;
+        try {
+          process.kill(n.proc.pid, 'SIGTERM');
+        } catch {}
+        if (!(await within(n.exited, SHUTDOWN_TIMEOUT_MS))) throw failure(n, 'did not shut down after SIGTERM');
+      },
+      /**
+       * Start this stopped node again with its datadir: it rejoins by IST, or by SST after a crash
+       * (no saved position). Resolves once every node is Synced in a cluster of all of them.
+       */
+      async start() {
+        if (running(n)) throw new Error(`Galera node ${n.name} is running`);
+        await launch(c, n, bins);
+        await waitSynced(c, c.nodes.length);
       },
       /** Rows of `sql` on this node (one cached mysql2 connection per node, multi-statements on). */
       query: (sql, params) => nodeQuery(n, sql, params),

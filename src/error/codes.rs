@@ -6,6 +6,12 @@
 /// demoted primary is), 1836 (read-only mode). A connection that got one leaves the pool.
 pub const NODE_UNFIT: [u16; 3] = [1047, 1290, 1836];
 
+/// ER_ERROR_DURING_COMMIT: a Galera node that has just dropped out of the primary component
+/// answers the writes it can no longer replicate with this (not 1047), its message naming
+/// `NOT_PRIMARY`; the transaction was rolled back, nothing of it replicated.
+pub const ERROR_DURING_COMMIT: u16 = 1180;
+pub const NOT_PRIMARY: &str = "Not connected to Primary Component";
+
 /// The name of server error `errno`.
 pub fn name(errno: u16) -> String {
     let known = match errno {

@@ -105,8 +105,11 @@ impl Error {
     /// True when the node that answered can no longer serve this connection (`codes::NODE_UNFIT`:
     /// not synced with its Galera cluster, or read-only): the statement was refused, so the error
     /// reaches the caller as the server's, but the connection must not be handed out again.
+    /// A 1180 counts when it says the node left the primary component.
     pub fn node_unfit(&self) -> bool {
-        matches!(self, Error::Server { code, .. } if codes::NODE_UNFIT.contains(code))
+        matches!(self, Error::Server { code, message, .. }
+            if codes::NODE_UNFIT.contains(code)
+                || (*code == codes::ERROR_DURING_COMMIT && message.contains(codes::NOT_PRIMARY)))
     }
 
     /// True when the connection the error came from must leave the pool: it is broken, or its
@@ -364,6 +367,16 @@ mod tests {
             assert!(server(code).leaves_pool(), "{code}");
             assert!(!server(code).is_connection(), "{code} stays a server error");
         }
+        let non_primary = Error::Server {
+            code: 1180,
+            state: "HY000".into(),
+            message: "Error while appending streaming replication fragment(provider status: Not connected to Primary Component)".into(),
+        };
+        assert!(non_primary.node_unfit() && non_primary.leaves_pool());
+        assert!(
+            !server(1180).node_unfit(),
+            "another 1180 is not about the node"
+        );
         assert!(!server(1062).leaves_pool());
         assert!(!server(1213).leaves_pool());
         assert!(Error::connection("x").leaves_pool());
