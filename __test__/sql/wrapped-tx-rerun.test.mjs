@@ -86,11 +86,15 @@ function retryingSql(beforeCommit) {
   return sql;
 }
 
-/** Resolves once some transaction waits for a row lock. */
-async function someoneWaits() {
+/**
+ * Resolves once the other connection's transaction (session `id`) waits for a row lock: other
+ * test files share the server, so only its own wait counts.
+ */
+async function someoneWaits(id) {
   for (let i = 0; i < 500; i++) {
     const [[{ n }]] = await admin.query(
-      "SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'",
+      "SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_mysql_thread_id = ?",
+      [id],
     );
     if (Number(n) > 0) return;
     await new Promise((r) => setTimeout(r, 10));
@@ -107,9 +111,10 @@ async function deadlock(conn) {
   await other.query(`INSERT INTO ballast (pad) VALUES ${Array(300).fill("('ballast')").join(', ')}`);
   await other.query("SELECT n FROM locks WHERE id = 'b' FOR UPDATE");
   await conn.query("SELECT n FROM locks WHERE id = 'a' FOR UPDATE");
+  const [[{ id }]] = await other.query('SELECT CONNECTION_ID() AS id');
   const waiting = other.query("UPDATE locks SET n = n + 1 WHERE id = 'a'");
   try {
-    await someoneWaits();
+    await someoneWaits(id);
     await conn.query("UPDATE locks SET n = n + 1 WHERE id = 'b'");
   } finally {
     await waiting.catch(() => undefined);
