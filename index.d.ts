@@ -528,7 +528,10 @@ export interface MysqlListenerOpts {
   intervalMs?: number;
   /** Wake only for work of these flows (and jobs without a run row), as a claim with `names`. */
   names?: readonly string[];
-  /** Called once when probes start failing (the listener then retries with backoff). */
+  /**
+   * Called once when probes start failing (the listener then retries with backoff), and with
+   * whatever an `onProgress` callback throws (the listener's state does not change for that).
+   */
   onError?: (err: unknown) => void;
 }
 /** Dispatch and completion push over one probe statement per interval, shared by all waiters. */
@@ -537,13 +540,19 @@ export interface MysqlListener {
   readonly wakeup: Wakeup;
   /** Resolves on claimable work or a due timer (any process), a latched wake, `timeoutMs` or `signal`; never rejects. */
   waitForWork(timeoutMs: number, signal?: AbortSignal): Promise<void>;
-  /** The run's status changes as the probe sees them; ends after a terminal status or `return()`. */
+  /**
+   * The run's status changes as the probe sees them, the first being its status when watched;
+   * ends after a terminal status, `return()` or `close()`. After `close()`: an ended iterator.
+   */
   watch(runId: string): AsyncIterableIterator<ProgressEvent>;
-  /** Status changes of every watched run; returns an unsubscribe function. */
+  /** Status changes of every watched run; returns an unsubscribe function. A throw goes to `onError`. */
   onProgress(cb: (ev: ProgressEvent) => void): () => void;
   /** Starts probing (the first waiter also starts a listener that was never started). */
   start(): void;
-  /** Stops probing and releases the `waitForWork` waiters. */
+  /**
+   * Stops probing, releases the `waitForWork` waiters, ends the `watch()` streams and drops the
+   * `onProgress` subscribers. Waits for a probe in flight at most 1 s (its answer is ignored).
+   */
   close(): Promise<void>;
   state(): ListenerState;
 }

@@ -19,6 +19,8 @@ const NUDGE = Symbol('iterativeflow.listener.nudge');
 const DEFAULT_INTERVAL_MS = 50;
 /** Longest pause between probes while the server is away. */
 const MAX_BACKOFF_MS = 5000;
+/** Longest close() waits for a probe in flight (then gives up on it: the answer is ignored). */
+const CLOSE_WAIT_MS = 1000;
 
 function optionsOf(opts) {
   if (opts === null || typeof opts !== 'object') throw c.typeError('createMysqlListener: opts must be an object');
@@ -89,12 +91,14 @@ function createMysqlListener(sql, opts = {}) {
   const lastStatus = new Map(); // runId -> status last seen by a probe
   const progressByRun = new Map(); // runId -> Set<(ev) => void>
   const progressAll = new Set();
+  const streams = new Set(); // open watch() streams: close() ends them, and they keep the process up
 
   let state = 'idle';
   let loop = null;
-  let stopping = false;
+  let current = null; // the running loop's token { stopped }: a loop close() gave up on stays stopped
+  let closed = false; // close() was called (and no start() since): watch() returns an ended stream
   let wakeSleep = null; // resolves the loop's pause early (close)
-  let streams = 0; // open watch() iterators
+  let pauseTimer = null; // the pause's timer: ref'd while a watch() stream is open
 
   const hold = (runId) => watched.set(runId, (watched.get(runId) || 0) + 1);
   const unhold = (runId) => {
@@ -106,77 +110,109 @@ function createMysqlListener(sql, opts = {}) {
     }
   };
 
-  const emit = (ev) => {
-    const subs = progressByRun.get(ev.runId);
-    if (subs) for (const s of [...subs]) s(ev);
-    for (const s of [...progressAll]) s(ev);
+  /** The user's `onError`, if any; a throwing one must not stop the watcher. */
+  const report = (e) => {
+    if (!onError) return;
+    try {
+      onError(e);
+    } catch {
+      // ignored: see above
+    }
   };
 
-  /** One probe: fan its answer out to every waiter. */
-  async function probe() {
+  /** Calls `s(ev)`; a subscriber that throws is reported, never the watcher's failure. */
+  const deliver = (s, ev) => {
+    try {
+      s(ev);
+    } catch (e) {
+      report(e);
+    }
+  };
+  const emit = (ev) => {
+    const subs = progressByRun.get(ev.runId);
+    if (subs) for (const s of [...subs]) deliver(s, ev);
+    for (const s of [...progressAll]) deliver(s, ev);
+  };
+
+  /** One probe: fan its answer out to every waiter, unless `token`'s loop was stopped meanwhile. */
+  async function probe(token) {
     const { text, params } = probeStatement(t, Date.now(), names, [...watched.keys()]);
     const { work: found, runs } = probeResult(await sql.query(text, params));
+    if (token.stopped) return;
     if (found) work.fire();
     for (const [runId, status] of runs) {
       if (!watched.has(runId) || lastStatus.get(runId) === status) continue;
       lastStatus.set(runId, status);
-      emit({ runId, type: 'status', status });
+      // Waiters first: a subscriber's callback cannot delay or lose a completion wake.
       if (isTerminal(status)) void completion.signal(runId);
+      emit({ runId, type: 'status', status });
     }
   }
 
   const pause = (ms) =>
     new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
+      const timer = setTimeout(() => {
+        pauseTimer = null;
+        resolve();
+      }, ms);
       // An idle listener alone does not keep the process alive (a waiter's own timer does),
-      // unless someone reads a watch() stream, which has no timer of its own.
-      if (streams === 0) timer.unref?.();
+      // unless someone reads a watch() stream, which has no timer of its own (see openStream).
+      if (streams.size === 0) timer.unref?.();
+      pauseTimer = timer;
       wakeSleep = () => {
         clearTimeout(timer);
+        pauseTimer = null;
         resolve();
       };
     });
 
-  async function run() {
+  async function run(token) {
     let failures = 0;
-    while (!stopping) {
+    while (!token.stopped) {
       try {
-        await probe();
+        await probe(token);
+        if (token.stopped) break;
         if (failures > 0) work.fire(); // work may have come while the server was away: look once
         failures = 0;
         state = 'listening';
       } catch (e) {
+        if (token.stopped) break;
         // Waiters keep timing out normally meanwhile: push degrades to the caller's polling.
-        if (failures === 0 && onError) {
-          try {
-            onError(e);
-          } catch {
-            // a throwing callback must not stop the watcher
-          }
-        }
+        if (failures === 0) report(e);
         failures++;
         state = 'reconnecting';
       }
-      if (stopping) break;
+      if (token.stopped) break;
       await pause(failures === 0 ? intervalMs : Math.min(MAX_BACKOFF_MS, intervalMs * 2 ** Math.min(failures, 16)));
     }
   }
 
   const start = () => {
     if (loop) return;
-    stopping = false;
-    loop = run();
+    closed = false;
+    current = { stopped: false };
+    loop = run(current);
   };
   /** The first waiter of a listener nobody started starts it; a closed one stays closed. */
   const ensure = () => {
     if (state === 'idle' && !loop) start();
   };
 
+  /** A watch() stream counts as a reason to stay alive: the pause timer is ref'd while any is open. */
+  const openStream = (stream) => {
+    streams.add(stream);
+    pauseTimer?.ref?.();
+  };
+  const closeStream = (stream) => {
+    streams.delete(stream);
+    if (streams.size === 0) pauseTimer?.unref?.();
+  };
+
   const wakeup = {
     wait(runId, timeoutMs) {
       c.str(runId, 'runId');
+      hold(runId); // before ensure(): the first probe, built at once, includes this run
       ensure();
-      hold(runId);
       return completion.wait(runId, timeoutMs).finally(() => unhold(runId));
     },
     signal(runId) {
@@ -193,7 +229,11 @@ function createMysqlListener(sql, opts = {}) {
     },
     watch(runId) {
       c.str(runId, 'runId');
-      ensure();
+      if (closed) {
+        const ended = createStream(() => {});
+        ended.end();
+        return ended.iterator;
+      }
       let subs = progressByRun.get(runId);
       if (!subs) progressByRun.set(runId, (subs = new Set()));
       const push = (ev) => {
@@ -201,14 +241,18 @@ function createMysqlListener(sql, opts = {}) {
         if (isTerminal(ev.status)) stream.end();
       };
       const stream = createStream(() => {
-        streams--;
+        closeStream(stream);
         subs.delete(push);
         if (subs.size === 0 && progressByRun.get(runId) === subs) progressByRun.delete(runId);
         unhold(runId);
       });
       subs.add(push);
       hold(runId);
-      streams++;
+      openStream(stream);
+      // The first event is the run's status when watched: another waiter may already hold the
+      // run, and the probe only reports changes.
+      if (lastStatus.has(runId)) push({ runId, type: 'status', status: lastStatus.get(runId) });
+      ensure();
       return stream.iterator;
     },
     onProgress(cb) {
@@ -218,10 +262,16 @@ function createMysqlListener(sql, opts = {}) {
     },
     start,
     async close() {
-      stopping = true;
+      closed = true;
+      if (current) current.stopped = true;
       wakeSleep?.();
-      if (loop) await loop;
+      for (const s of [...streams]) s.end();
+      progressAll.clear();
+      // A probe in flight is waited for at most CLOSE_WAIT_MS (a silent server with no query
+      // bound would hang close()); its answer is ignored either way.
+      if (loop) await bounded(loop, CLOSE_WAIT_MS);
       loop = null;
+      current = null;
       state = 'stopped';
       work.fire(); // release the worker loop's waiter; result() waiters time out, then re-read
       work.clear();
@@ -231,6 +281,13 @@ function createMysqlListener(sql, opts = {}) {
       work.fire();
     },
   };
+}
+
+/** Resolves when `p` settles or after `ms`, whichever comes first; never rejects. */
+function bounded(p, ms) {
+  let timer;
+  const limit = new Promise((resolve) => (timer = setTimeout(resolve, ms)));
+  return Promise.race([p.catch(() => {}), limit]).finally(() => clearTimeout(timer));
 }
 
 module.exports = { createMysqlListener, NUDGE, DEFAULT_INTERVAL_MS };
