@@ -157,7 +157,9 @@ async function drainUnderFault(t, { label, main, paceMs, workerUrl, fault }) {
       while (progress.done < fraction * seeded.expectedRuns && !stop) await sleep(100);
     },
     mark(what, port) {
-      faults.push({ label: what, at: performance.now(), port });
+      // Whether many runs were still left to claim (progress is read every 250 ms): a fault as
+      // the drain ends (the last node of a rolling restart) may find nothing left to claim.
+      faults.push({ label: what, at: performance.now(), port, pending: progress.done < 0.9 * seeded.expectedRuns });
     },
   };
   let faultError = null;
@@ -236,9 +238,10 @@ async function drainUnderFault(t, { label, main, paceMs, workerUrl, fault }) {
     [],
     'every surfaced error is a connection error or a 1213',
   );
+  assert.ok(faults[0].pending, 'the first fault landed with runs left to claim');
   assert.ok(
-    faults.every((f) => claims.some((c) => c.sentAt > f.at)),
-    'claims succeeded after every fault',
+    faults.every((f) => !f.pending || claims.some((c) => c.sentAt > f.at)),
+    'claims succeeded after every fault that left runs to claim',
   );
   assert.deepEqual(differing, [], 'identical CHECKSUM TABLE on every node');
 }
