@@ -36,8 +36,9 @@ const LIMIT = 2;
 // A lease abandoned after an error comes back after this: it bounds the recovery wait, and must
 // outlast the cluster's write stall after a node dies (≈ 6 s here, evs.suspect_timeout): with 6 s,
 // a stalled worker's markTerminal and the re-claimer's both resolved (the later one a silent
-// no-op, as the contract has it), which the test counts as done twice.
-const LEASE_MS = 10_000;
+// no-op, as the contract has it), which the test counts as done twice; with 10 s it happened
+// once on a loaded machine (the stall plus CPU contention), so 20 s.
+const LEASE_MS = 20_000;
 const DRAIN_DEADLINE_MS = 120_000;
 
 const galera = useGaleraCluster();
@@ -94,6 +95,9 @@ async function drainUnderFault(t, { label, main, paceMs, workerUrl, fault }) {
   await cluster.waitForSync();
 
   const doneBy = new Map();
+  // Terminal writes that failed on a lost connection: applied or not, nobody knows (a node died
+  // after committing, before answering). A run stored done by one of them is not "never done".
+  const terminalUnknown = new Set();
   const leasesOf = new Map();
   const claims = []; // { at, sentAt, port } per claim that returned leases
   const errors = [];
@@ -135,6 +139,7 @@ async function drainUnderFault(t, { label, main, paceMs, workerUrl, fault }) {
           if (r === 'done') wk.driven++;
         } catch (e) {
           // The lease is abandoned: it expires and the run is claimed again (as in core).
+          if (String(e.where).startsWith('markTerminal') && e.kind === 'connection') terminalUnknown.add(lease.runId);
           errors.push({
             worker: wk.name,
             where: e.where,
@@ -210,6 +215,7 @@ async function drainUnderFault(t, { label, main, paceMs, workerUrl, fault }) {
     `leased twice ${out.doubleLeases.length}, done twice ${out.doneTwice.length}, not done ${out.notDone.length}, ` +
     `wrong steps ${out.badSteps.length}, outbox rows missing ${out.missingOutbox.length}; ` +
     `errors that reached a worker ${errors.length} ${JSON.stringify(byKind)}, ${retries} 1213s retried inside the package; ` +
+    `terminal writes whose answer was lost ${terminalUnknown.size} (applied ${out.neverDone.length}); ` +
     `checksums ${differing.length ? `DIFFER in ${differing.join(', ')}` : 'identical on every node'}; drain ${Math.round(drainMs)} ms`;
   t.diagnostic(summary);
   console.log(`# ${summary}`);
@@ -226,7 +232,11 @@ async function drainUnderFault(t, { label, main, paceMs, workerUrl, fault }) {
   assert.deepEqual(out.doubleLeases.slice(0, 20), [], `no run leased twice (${summary})`);
   assert.deepEqual(out.doneTwice.slice(0, 20), [], `no run done twice (${summary})`);
   assert.deepEqual(out.notDone.slice(0, 20), [], `every run done (${summary})`);
-  assert.deepEqual(out.neverDone.slice(0, 20), [], 'every stored done came from an acknowledged terminal write');
+  assert.deepEqual(
+    out.neverDone.filter((r) => !terminalUnknown.has(r.slice(r.lastIndexOf(' ') + 1))).slice(0, 20),
+    [],
+    'every stored done came from an acknowledged terminal write, or one whose answer was lost with its node',
+  );
   assert.deepEqual(out.wrongOutput.slice(0, 20), [], "the stored output is the acknowledged write's");
   assert.deepEqual(out.badSteps.slice(0, 20), [], 'exactly 3 step rows per run');
   assert.deepEqual(out.strayStepRuns, [], 'no step rows without a run');
