@@ -9,37 +9,17 @@
 // Environment: MYSQL_URL (required; the same database as the worker), RUNS (default 3),
 // POLL_MS (the re-read interval; core's 500), PAUSE_MS (between runs, default 2000: the worker is
 // idle again by then), PUSH=0 (no listener, to compare). Exit code 0 when every run ended `done`.
-import { applySchema, createMysqlBackend, createMysqlListener, mysqlPool } from '../index.js';
+import { PUSH, TERMINAL, intFromEnv, logAs, openBackend } from './push-common.mjs';
 
-const TERMINAL = ['done', 'failed', 'canceled'];
 const TIMEOUT_MS = 60_000;
 
-const url = process.env.MYSQL_URL;
-if (!url) {
-  console.error('set MYSQL_URL=mysql://user:password@host:port/database');
-  process.exit(2);
-}
 const RUNS = intFromEnv('RUNS', 3);
 const POLL_MS = intFromEnv('POLL_MS', 500);
 const PAUSE_MS = intFromEnv('PAUSE_MS', 2000);
-const PUSH = process.env.PUSH !== '0';
 
-function intFromEnv(name, fallback) {
-  const v = process.env[name];
-  if (v === undefined || v === '') return fallback;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer`);
-  return n;
-}
+const log = logAs('submitter');
 
-// Wall-clock time of day, so the two processes' lines can be put side by side.
-const log = (msg) => console.log(`[${new Date().toISOString().slice(11, 23)}] submitter: ${msg}`);
-
-const sql = mysqlPool(url);
-await applySchema(sql);
-const listener = PUSH ? createMysqlListener(sql) : undefined;
-const backend = createMysqlBackend(sql, listener ? { listener } : {});
-listener?.start();
+const { sql, listener, backend } = await openBackend();
 
 /** core's result(): the row, else a wait on the wakeup, until terminal or the timeout. */
 async function result(runId) {

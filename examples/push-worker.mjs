@@ -11,37 +11,17 @@
 // Environment: MYSQL_URL (required; the tables are created if missing), TICK_MS (core's 200),
 // EXIT_AFTER (exit 0 after this many runs; default: until Ctrl-C), PUSH=0 (no listener: the
 // engine's plain polling, to compare).
-import { applySchema, createMysqlBackend, createMysqlListener, mysqlPool } from '../index.js';
+import { PUSH, TERMINAL, intFromEnv, logAs, openBackend } from './push-common.mjs';
 
 const FLOW = 'greet'; // the flow of examples/push-submitter.mjs
-const TERMINAL = ['done', 'failed', 'canceled'];
 
-const url = process.env.MYSQL_URL;
-if (!url) {
-  console.error('set MYSQL_URL=mysql://user:password@host:port/database');
-  process.exit(2);
-}
 const TICK_MS = intFromEnv('TICK_MS', 200);
 const EXIT_AFTER = intFromEnv('EXIT_AFTER', Infinity);
-const PUSH = process.env.PUSH !== '0';
 
-function intFromEnv(name, fallback) {
-  const v = process.env[name];
-  if (v === undefined || v === '') return fallback;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer`);
-  return n;
-}
+const log = logAs('worker');
 
-// Wall-clock time of day, so the two processes' lines can be put side by side.
-const log = (msg) => console.log(`[${new Date().toISOString().slice(11, 23)}] worker: ${msg}`);
-
-const sql = mysqlPool(url);
-await applySchema(sql);
-const listener = PUSH ? createMysqlListener(sql) : undefined;
-const backend = createMysqlBackend(sql, listener ? { listener } : {});
+const { sql, listener, backend } = await openBackend();
 const { store, queue, timer, wakeup } = backend;
-listener?.start();
 
 /** One leased run of `greet`: one step, then done (true). A run of another flow is parked, not ours. */
 async function runLease(lease) {
