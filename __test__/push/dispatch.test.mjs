@@ -1,7 +1,7 @@
 // Dispatch push across processes: a child's idle waitForWork (10 s timeout) is released by work
 // that another process makes claimable — a plain enqueue, a spawn through an outbox, a timer
 // falling due — and a wake that lands while the child is busy (nobody waiting) is not lost.
-// Each test has its own child (a listener with default options) and its own database.
+// Each test has its own child (a listener with default options unless said) and its own database.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { closeAdmin } from '../helpers/db.mjs';
@@ -13,10 +13,10 @@ const PROMPT_MS = 3000;
 
 test.after(closeAdmin);
 
-/** Forks a child on a fresh database, runs `body(env, child)`, cleans up. */
-async function withChild(label, body) {
+/** Forks a child (its env: `childEnv`) on a fresh database, runs `body(env, child)`, cleans up. */
+async function withChild(label, body, childEnv = {}) {
   const env = await pushDatabase(label);
-  const child = await forkChild(env.db.url);
+  const child = await forkChild(env.db.url, childEnv);
   try {
     assert.equal(child.ready.state, 'listening');
     await body(env, child);
@@ -53,18 +53,32 @@ for (const [way, make] of Object.entries(WAYS)) {
   });
 }
 
+// The latch, across processes. The work stays in the table, so any later probe finds it again: a
+// latch is only seen to matter when the next probe is far off. The child probes every
+// LATCH_INTERVAL_MS; its first probe ends just before it says 'ready', and the tick starts then.
+// The probe at ≈ LATCH_INTERVAL_MS finds the job while the child is busy (nobody waits): kept, the
+// wait after the tick returns at once; dropped, it would last until the probe at ≈ 2 ×
+// LATCH_INTERVAL_MS, ≈ 1.5 s after the tick.
+const LATCH_INTERVAL_MS = 2000;
+const LATCH_TICK_MS = 2500;
+const LATCH_PROMPT_MS = 700;
+
 test(
   'a wake that lands while the child is busy (nobody waiting) is kept for its next waitForWork',
   { timeout: 60_000 },
   async (t) => {
-    await withChild('push_latch', async (env, child) => {
-      child.send({ type: 'tick', ms: 800 }); // busy 800 ms, then waitForWork(10 s)
-      await sleep(200);
-      await env.backend.queue.enqueue(await env.run());
-      const ticked = await child.next('ticked');
-      const woke = await child.next('woke', LONG + 5000);
-      t.diagnostic(`the wait after the tick returned in ${woke.ms} ms`);
-      assert.ok(woke.at - ticked.at < PROMPT_MS, `returned ${woke.at - ticked.at} ms after the tick ended`);
-    });
+    await withChild(
+      'push_latch',
+      async (env, child) => {
+        child.send({ type: 'tick', ms: LATCH_TICK_MS }); // busy, then waitForWork(10 s)
+        await sleep(200);
+        await env.backend.queue.enqueue(await env.run());
+        await child.next('ticked');
+        const woke = await child.next('woke', LONG + 5000);
+        t.diagnostic(`the wait after the tick returned in ${woke.ms} ms`);
+        assert.ok(woke.ms < LATCH_PROMPT_MS, `the wait after the tick returned in ${woke.ms} ms, not at once`);
+      },
+      { PUSH_INTERVAL_MS: String(LATCH_INTERVAL_MS) },
+    );
   },
 );
