@@ -78,6 +78,7 @@ function printRates(results) {
   for (const r of results) {
     for (const impl of bench.impls) {
       const s = r.summary[impl.name];
+      if (!s) continue;
       if (s.error) {
         console.log(
           `| ${r.name} | ${impl.name} | FAILED: ${s.error.replace(/\|/g, '/').replace(/\s+/g, ' ').slice(0, 120)} | | | | | | | |`,
