@@ -86,6 +86,44 @@ test('checkpointStep: the first writer wins, an unknown run rejects', async () =
   assert.equal(await count('step'), 1);
 });
 
+test('loadRun: the run row, its steps and its signals by seq; an unknown run is undefined', async () => {
+  const [id] = await pendingRuns('f', 1);
+  await backend.store.checkpointStep({
+    runId: id,
+    cursorKey: 's0',
+    status: 'ok',
+    result: 'x',
+    attempts: 2,
+    shape: 'step:a',
+  });
+  await admin.query(`INSERT INTO ${t('signal')} (id, run_id, name, payload) VALUES (?, ?, ?, ?), (?, ?, ?, ?)`, [
+    'g2',
+    id,
+    'late',
+    '{"n":2}',
+    'g1',
+    id,
+    'early',
+    null,
+  ]);
+  const snap = await backend.store.loadRun(id);
+  assert.equal(snap.run.id, id);
+  assert.equal(snap.run.status, 'pending');
+  assert.deepEqual(snap.run.input, { i: 0 });
+  assert.deepEqual(snap.run.tags, ['x']);
+  assert.equal(snap.run.depth, 0);
+  assert.ok(snap.run.createdAt instanceof Date);
+  assert.deepEqual(
+    [...snap.steps],
+    [['s0', { status: 'ok', result: 'x', error: undefined, attempts: 2, shape: 'step:a' }]],
+  );
+  assert.deepEqual(snap.signals, [
+    { id: 'g2', name: 'late', payload: { n: 2 } },
+    { id: 'g1', name: 'early', payload: undefined },
+  ]);
+  assert.equal(await backend.store.loadRun('nope'), undefined);
+});
+
 test('markRunning counts attempts and leaves a terminal run alone; a cancel is sticky', async () => {
   const [id] = await pendingRuns('f', 1);
   assert.equal(await backend.store.markRunning(id), 1);
