@@ -27,7 +27,7 @@ const count = async (table, where = '1') => {
 function submitScenario() {
   return {
     name: `engine.submitMany ${SUBMIT_RUNS} runs, chunks of ${SUBMIT_CHUNK}`,
-    chartLabel: `submitMany ${SUBMIT_RUNS} runs\nchunks of ${SUBMIT_CHUNK}`,
+    chartLabel: `bulk submission of ${SUBMIT_RUNS} runs (engine.submitMany; floor: multi-row INSERTs)\nchunks of ${SUBMIT_CHUNK}`,
     kind: 'submit',
     unit: 'runs/s',
     conc: 1,
@@ -71,7 +71,7 @@ function submitScenario() {
 function timerScenario() {
   return {
     name: `timer drain: ${TIMER_RUNS} due timers through the engine`,
-    chartLabel: `${TIMER_RUNS} due timers\nengine timer path`,
+    chartLabel: `timer drain of ${TIMER_RUNS} due timers (engine timer path)\nper timer`,
     kind: 'timers',
     unit: 'timers/s',
     conc: 1,
