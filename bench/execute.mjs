@@ -104,11 +104,13 @@ async function execute(sc, impl, { counted = false, size = sc.size } = {}) {
   }
 }
 
-/** One scenario, every implementation: `{ name, kind, …, reps, counted, errors, summary }`. */
+/** One scenario, every implementation it runs on: `{ name, kind, …, reps, counted, errors, summary }`. */
 export async function measure(sc) {
+  // A scenario may leave implementations out (`without`: the floor has no micro-ops).
+  const impls = bench.impls.filter((i) => !sc.without?.includes(i.name));
   const res = { name: sc.name, kind: sc.kind, unit: sc.unit, conc: sc.conc, size: sc.size, reps: {}, counted: {} };
   res.errors = {};
-  for (const impl of bench.impls) res.reps[impl.name] = [];
+  for (const impl of impls) res.reps[impl.name] = [];
   // A failing implementation is reported and skipped for the rest of this scenario.
   const guarded = async (impl, fn) => {
     if (res.errors[impl.name]) return undefined;
@@ -124,21 +126,21 @@ export async function measure(sc) {
   // Counting pass (through the wire counter) doubles as warm-up.
   if (bench.proxy) {
     const size = Math.max(sc.kind === 'micro' ? 16 : 20, Math.round(sc.size * COUNT_FRACTION));
-    for (const impl of bench.impls) {
+    for (const impl of impls) {
       res.counted[impl.name] = await guarded(impl, () => execute(sc, impl, { counted: true, size }));
     }
   }
   const nReps = sc.kind === 'flow' ? FLOW_REPS : REPS;
   res.repetitions = nReps;
   for (let rep = 0; rep < nReps; rep++) {
-    const order = rep % 2 === 0 ? bench.impls : [...bench.impls].reverse();
+    const order = rep % 2 === 0 ? impls : [...impls].reverse();
     for (const impl of order) {
       const r = await guarded(impl, () => execute(sc, impl));
       if (r) res.reps[impl.name].push(r);
     }
   }
   const summary = {};
-  for (const impl of bench.impls) {
+  for (const impl of impls) {
     const reps = res.reps[impl.name];
     const counted = res.counted[impl.name];
     if (res.errors[impl.name]) {
@@ -168,7 +170,7 @@ export async function measure(sc) {
   }
   res.summary = summary;
   if (sc.chartLabel) res.chartLabel = sc.chartLabel;
-  const line = bench.impls
+  const line = impls
     .map((i) =>
       summary[i.name].error
         ? `${i.name} FAILED`

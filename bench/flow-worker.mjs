@@ -1,7 +1,7 @@
 // A worker process of the bench's multi-process flow scenario (forked by bench/scenarios/procs.mjs).
 //
 // Protocol (IPC messages, JSON):
-//   parent → { type: 'init', impl: 'seed' | 'native', url, prefix, nativeModule?, flowOpts }
+//   parent → { type: 'init', impl: 'seed' | 'native' | 'floor', url, prefix, nativeModule?, flowOpts }
 //   worker → { type: 'ready' }                            (pool open and warmed up)
 //   parent → { type: 'go', roots }                        (ids of every root run of the workload)
 //   worker → { type: 'done', n }                          (n more roots completed by this worker)
@@ -48,6 +48,11 @@ async function init(m) {
     sql = seed.mysqlPool(pool);
     closeSql = () => pool.end();
     backend = seed.createMysqlBackend(sql, { prefix: m.prefix });
+  } else if (m.impl === 'floor') {
+    const { createFloorBackend } = await import('./floor/index.mjs');
+    backend = createFloorBackend(m.url, { prefix: m.prefix });
+    sql = backend.sql;
+    closeSql = () => backend.close();
   } else {
     const native = require(m.nativeModule);
     sql = native.mysqlPool(m.url);

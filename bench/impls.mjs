@@ -1,6 +1,7 @@
-// The two implementations under test, side by side: the seed (the published JS package over a
-// mysql2 pool, tables js_) and native (this package, tables rs_), each with a direct pool for the
-// timed repetitions and, with the counting proxy, a second one through it for the counting pass.
+// The implementations under test, side by side: the seed (the published JS package over a mysql2
+// pool, tables js_), native (this package, tables rs_) and the floor (the same work written by hand
+// over raw mysql2, bench/floor/, tables fl_), each with a direct pool for the timed repetitions
+// and, with the counting proxy, a second one through it for the counting pass.
 import { readdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve as resolvePath } from 'node:path';
@@ -9,30 +10,54 @@ import mysql from 'mysql2/promise';
 
 import { loadSeed, seedAvailability } from '../__test__/helpers/seed.mjs';
 import { bench, cleanups, withQuery } from './context.mjs';
+import { applyFloorSchema, createFloorBackend } from './floor/index.mjs';
 import { tableNames } from './fixtures.mjs';
 import { argv } from './options.mjs';
 
 const require = createRequire(import.meta.url);
 
+export const IMPL_NAMES = ['seed', 'native', 'floor'];
+
 /**
- * The seed module, or null when it is not measured: `--impl native`, or `--impl both` without the
- * seed text (a clone without ../shared beside it), which then measures native alone.
+ * The implementations `--impl` names: `both` (the default: all three, the seed only when its text
+ * is there), or one name or a comma-separated list of `seed`, `native`, `floor`.
+ */
+export function implsWanted(impl, seedPresent) {
+  if (impl === 'both') return IMPL_NAMES.filter((n) => n !== 'seed' || seedPresent);
+  const names = String(impl)
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
+  if (names.length === 0 || names.some((n) => !IMPL_NAMES.includes(n))) {
+    throw new Error(`--impl must be both, or seed, native, floor (one or a comma-separated list), got ${impl}`);
+  }
+  return IMPL_NAMES.filter((n) => names.includes(n));
+}
+
+/**
+ * The seed module, or null when it is not measured: `--impl` without `seed`, or `--impl both`
+ * without the seed text (a clone without ../shared beside it), which then measures native and the
+ * floor.
  */
 export async function seedFor(impl) {
-  if (!['seed', 'native', 'both'].includes(impl)) throw new Error(`--impl must be seed, native or both`);
-  if (impl === 'native') return null;
   if (impl === 'both') {
     const status = seedAvailability();
     if (!status.available) {
-      console.error(`${status.reason}; benchmarking native alone`);
+      console.error(`${status.reason}; benchmarking native and the floor`);
       return null;
     }
+    return loadSeed();
   }
-  return loadSeed();
+  return implsWanted(impl, true).includes('seed') ? loadSeed() : null;
+}
+
+function loadNative() {
+  const path = process.env.BENCH_NATIVE_MODULE ? resolvePath(process.env.BENCH_NATIVE_MODULE) : undefined;
+  return { module: require(path ?? '../index.js'), entry: path ?? require.resolve('../index.js') };
 }
 
 export async function createImpls(seed) {
-  const wanted = argv.impl === 'both' ? (seed ? ['seed', 'native'] : ['native']) : [argv.impl];
+  const wanted = implsWanted(argv.impl, Boolean(seed));
 
   if (wanted.includes('seed')) {
     const make = (url) => {
@@ -60,16 +85,15 @@ export async function createImpls(seed) {
   }
   if (wanted.includes('native')) {
     let native;
+    let entry;
     try {
-      native = require(process.env.BENCH_NATIVE_MODULE ? resolvePath(process.env.BENCH_NATIVE_MODULE) : '../index.js');
+      ({ module: native, entry } = loadNative());
     } catch (e) {
-      if (argv.impl === 'native' || !seed) throw e;
-      console.error(`native: cannot load ../index.js (${e.message.split('\n')[0]}); benchmarking the seed only`);
+      if (argv.impl !== 'both' || !seed) throw e;
+      console.error(`native: cannot load ../index.js (${e.message.split('\n')[0]}); benchmarking the others`);
     }
     if (native) {
-      bench.nativeInfo = describeBinary(
-        process.env.BENCH_NATIVE_MODULE ? resolvePath(process.env.BENCH_NATIVE_MODULE) : require.resolve('../index.js'),
-      );
+      bench.nativeInfo = describeBinary(entry);
       const suffix = process.env.BENCH_NATIVE_URL_SUFFIX ?? '';
       const make = (url) => {
         const sql = native.mysqlPool(withQuery(url, suffix));
@@ -85,9 +109,7 @@ export async function createImpls(seed) {
         name: 'native',
         prefix: 'rs_',
         url: withQuery(bench.timedUrl, suffix),
-        nativeModule: process.env.BENCH_NATIVE_MODULE
-          ? resolvePath(process.env.BENCH_NATIVE_MODULE)
-          : require.resolve('../index.js'),
+        nativeModule: entry,
         module: native,
         sql,
         backend: native.createMysqlBackend(sql, { prefix: 'rs_' }),
@@ -100,6 +122,32 @@ export async function createImpls(seed) {
       }
       bench.impls.push(impl);
     }
+  }
+  if (wanted.includes('floor')) {
+    // The floor has no DDL of its own: the tables come from the same ddl() as the others'.
+    let ddl = bench.impls.find((i) => i.module?.ddl)?.module.ddl ?? seed?.ddl;
+    if (!ddl) ddl = loadNative().module.ddl;
+    const make = (url) => {
+      const backend = createFloorBackend(url, { prefix: 'fl_' });
+      cleanups.push(() => backend.close());
+      return backend;
+    };
+    const backend = make(bench.timedUrl);
+    const impl = {
+      name: 'floor',
+      prefix: 'fl_',
+      url: bench.timedUrl,
+      module: { applySchema: (sql, prefix) => applyFloorSchema({ sql }, ddl, prefix) },
+      sql: backend.sql,
+      backend,
+      t: tableNames('fl_'),
+    };
+    if (bench.proxy) {
+      impl.countedUrl = bench.proxy.url(bench.dbUrl);
+      impl.counted = make(impl.countedUrl);
+      impl.countedSql = impl.counted.sql;
+    }
+    bench.impls.push(impl);
   }
 }
 

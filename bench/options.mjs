@@ -43,6 +43,11 @@ export const COUNT_FRACTION = num('BENCH_COUNT_FRACTION', 0.25);
 export const CLAIM_OPS = Math.max(16, Math.round(OPS / 4));
 export const DUE_BATCHES = Math.max(8, Math.round(OPS / 10));
 export const STEPS = 3;
+// The engine's entry points (scenarios/engine.mjs): runs submitted through engine.submitMany in
+// chunks, and due timers fired through the engine's timer path.
+export const SUBMIT_RUNS = Math.max(100, Math.round(num('BENCH_SUBMIT_RUNS', 2000) * SCALE));
+export const SUBMIT_CHUNK = Math.max(1, Math.round(num('BENCH_SUBMIT_CHUNK', 100)));
+export const TIMER_RUNS = Math.max(100, Math.round(num('BENCH_TIMER_RUNS', 1000) * SCALE));
 export const FLOW_RUNS = Math.max(20, Math.round(num('BENCH_FLOW_RUNS', 800) * SCALE));
 export const PROCS = Math.max(1, Math.round(num('BENCH_PROCS', 4)));
 export const PROC_FLOW = process.env.BENCH_PROC_FLOW || 'steps3';

@@ -30,7 +30,7 @@ function shortDigest(text, max = 120) {
 /** The first lines: server, machine, sizes, implementations, the native binary. */
 export function printHeader() {
   const [{ model }] = cpus();
-  console.log(`# iterativeflow MySQL backend: native vs seed (JS over mysql2)\n`);
+  console.log(`# iterativeflow MySQL backend: seed (JS over mysql2), native, and the floor (by hand over mysql2)\n`);
   console.log(
     `server ${bench.server ? 'private MariaDB (started for this run)' : bench.serverUrl.replace(/\/\/[^@]*@/, '//…@')}, ` +
       `${cpus().length} CPU (${model.trim()}), node ${process.version}, scale ${SCALE}, reps ${REPS} (flows ${FLOW_REPS}), ` +
@@ -43,22 +43,30 @@ export function printHeader() {
 
 const S = (r, impl, k) => r.summary[impl]?.[k];
 const rateCell = (r, impl) => (r.errors[impl] ? 'FAILED' : fmtRate(S(r, impl, 'rate')));
+/** `a / b` throughput as `1.23×`, or n/a when either side did not run. */
+const ratioCell = (r, a, b) => {
+  const x = S(r, a, 'rate') / S(r, b, 'rate');
+  return Number.isFinite(x) ? `${x.toFixed(2)}×` : 'n/a';
+};
+const IMPLS = ['seed', 'native', 'floor'];
+const RATIOS = '| native/seed | floor/seed | native/floor |';
+const ratioCells = (r) =>
+  `${ratioCell(r, 'native', 'seed')} | ${ratioCell(r, 'floor', 'seed')} | ${ratioCell(r, 'native', 'floor')} |`;
 
 /** The main table and the detail table: rates and costs per operation of every rate scenario. */
 function printRates(results) {
-  console.log('| scenario | seed | native | ratio | seed RT/op | native RT/op |');
-  console.log('|---|---:|---:|---:|---:|---:|');
+  console.log(`| scenario | seed | native | floor ${RATIOS} seed RT/op | native RT/op | floor RT/op |`);
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of results) {
-    const ratio = S(r, 'native', 'rate') / S(r, 'seed', 'rate');
     console.log(
-      `| ${r.name} | ${rateCell(r, 'seed')} | ${rateCell(r, 'native')} | ` +
-        `${Number.isFinite(ratio) ? `${ratio.toFixed(2)}×` : 'n/a'} | ` +
-        `${fmt(S(r, 'seed', 'rtPerOp'), 2)} | ${fmt(S(r, 'native', 'rtPerOp'), 2)} |`,
+      `| ${r.name} | ${IMPLS.map((i) => rateCell(r, i)).join(' | ')} | ${ratioCells(r)} ` +
+        `${IMPLS.map((i) => fmt(S(r, i, 'rtPerOp'), 2)).join(' | ')} |`,
     );
   }
   console.log(
-    `\nRates are medians over ${REPS} interleaved repetitions (${FLOW_REPS} for flows; ops/s; runs/s for drains and flows). ` +
-      `ratio = native / seed throughput (> 1: native faster). RT/op = client commands awaiting a server reply, ` +
+    `\nRates are medians over ${REPS} interleaved repetitions (${FLOW_REPS} for flows; ops/s; runs/s for drains, submissions and flows; timers/s for the timer drain). ` +
+      `native/seed = native / seed throughput (> 1: native faster); floor = the same work by hand over raw mysql2 (bench/floor/), ` +
+      `native/floor above 1: native beats the floor. RT/op = client commands awaiting a server reply, ` +
       `counted on the wire in a separate pass (${COUNT_FRACTION} of the size).\n`,
   );
 
@@ -70,6 +78,7 @@ function printRates(results) {
   for (const r of results) {
     for (const impl of bench.impls) {
       const s = r.summary[impl.name];
+      if (!s) continue;
       if (s.error) {
         console.log(
           `| ${r.name} | ${impl.name} | FAILED: ${s.error.replace(/\|/g, '/').replace(/\s+/g, ' ').slice(0, 120)} | | | | | | | |`,
@@ -103,13 +112,12 @@ export function printTables(all, scenarios, failures) {
       bench.impls.map((i) => (r.summary[i.name]?.error ? 'FAILED' : fmt(r.summary[i.name]?.[k], d))).join(' / ');
     console.log(`\n## Engine-driven flows (per run: ${bench.impls.map((i) => i.name).join(' / ')})\n`);
     console.log(
-      '| flow | seed runs/s | native runs/s | ratio | statements | commits | round trips | Node CPU µs | main-thread CPU µs | server CPU µs | retries |',
+      `| flow | seed runs/s | native runs/s | floor runs/s ${RATIOS} statements | commits | round trips | Node CPU µs | main-thread CPU µs | server CPU µs | retries |`,
     );
-    console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+    console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const r of flows) {
-      const ratio = S(r, 'native', 'rate') / S(r, 'seed', 'rate');
       console.log(
-        `| ${r.name} | ${rateCell(r, 'seed')} | ${rateCell(r, 'native')} | ${Number.isFinite(ratio) ? `${ratio.toFixed(2)}×` : 'n/a'} | ` +
+        `| ${r.name} | ${IMPLS.map((i) => rateCell(r, i)).join(' | ')} | ${ratioCells(r)} ` +
           `${pair(r, 'stmtsPerOp', 1)} | ${pair(r, 'commitsPerOp', 1)} | ${pair(r, 'rtPerOp', 1)} | ${pair(r, 'cpuUsPerOp')} | ` +
           `${pair(r, 'mainCpuUsPerOp')} | ${pair(r, 'serverCpuUsPerOp')} | ${pair(r, 'retries')} |`,
       );
@@ -312,11 +320,14 @@ export function writeOutputs(results) {
       conc: r.conc,
       unit: r.unit,
       ratio: S(r, 'native', 'rate') / S(r, 'seed', 'rate'),
+      ratioToFloor: S(r, 'native', 'rate') / S(r, 'floor', 'rate'),
       seed: pick(r.summary.seed, top),
       native: pick(r.summary.native, top),
+      floor: pick(r.summary.floor, top),
     });
     const summary = {
       title: 'iterativeflow MySQL backend: engine-driven flows, JavaScript 2.0.0-alpha.2 vs native',
+      implementations: bench.impls.map((i) => i.name),
       subtitle:
         `${machine.cpus} CPU (${machine.model}) shared with ${bench.serverVersion ?? 'the server'}; node ${process.version}; ` +
         `scale ${SCALE}, ${FLOW_RUNS} runs per flow, medians of ${FLOW_REPS} interleaved reps; ${stamp.slice(0, 10)}`,

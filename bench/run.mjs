@@ -1,16 +1,18 @@
 #!/usr/bin/env node
-// npm run bench — this package (native) against the seed's JS backend over mysql2 (seed).
+// npm run bench — this package (native) against the seed's JS backend over mysql2 (seed) and the
+// same work written by hand over raw mysql2 (floor, bench/floor/).
 //
 // One server (a private MariaDB unless MYSQL_URL is set), one database, one table prefix per
-// implementation (seed: js_, native: rs_). Every scenario runs INTERLEAVED: repetition r runs both
-// implementations back to back, the order alternating per repetition. Medians are reported.
+// implementation (seed: js_, native: rs_, floor: fl_). Every scenario runs INTERLEAVED: repetition r
+// runs the implementations back to back, the order reversing per repetition. Medians are reported.
 //
-// Usage: node bench/run.mjs [--only <substring>]... [--reps N] [--impl seed|native|both]
+// Usage: node bench/run.mjs [--only <substring>]... [--reps N] [--impl both|seed|native|floor|a,b]
 //                           [--json <file>] [--list] [--no-count] [--no-chart]
 //                           [--chart <svg>] [--results <json>] [--readme <md>]
 // Env:   BENCH_SCALE (default 1; 0.1 for a quick smoke run), BENCH_REPS (default 3),
 //        BENCH_OPS (micro-op count at scale 1, default 1000), BENCH_DRAIN_RUNS (default 2000),
 //        BENCH_CLAIM_JOBS (default 1000), BENCH_CONCURRENCY (default 16),
+//        BENCH_SUBMIT_RUNS (default 2000), BENCH_SUBMIT_CHUNK (default 100), BENCH_TIMER_RUNS (default 1000),
 //        BENCH_FLOW_RUNS (root runs per flow scenario at scale 1, default 800),
 //        BENCH_FLOW_REPS (repetitions of the flow scenarios, default 5; --reps sets both),
 //        BENCH_PROCS (worker processes of the multi-process flow, default 4),
@@ -24,10 +26,10 @@
 //        BENCH_NATIVE_MODULE (load the native package from this path instead of ../index.js),
 //        MYSQL_URL (use this server instead of starting one), ITERATIVEFLOW_SEED (seed text path).
 // Without the seed text (../shared/seeds/ beside the repository, or ITERATIVEFLOW_SEED),
-// --impl both measures native alone.
+// --impl both measures native and the floor.
 //
-// The parts: options.mjs (options), context.mjs (server, database, connections), impls.mjs (the two
-// implementations), scenarios/ (what is measured), execute.mjs (measuring), sampling.mjs and
+// The parts: options.mjs (options), context.mjs (server, database, connections), impls.mjs (the three
+// implementations; the floor in floor/), scenarios/ (what is measured), execute.mjs (measuring), sampling.mjs and
 // digests.mjs (counters, CPU, statement digests), report.mjs (tables, results.json, the chart, the
 // README's figures table through summary.mjs).
 import { performance } from 'node:perf_hooks';
@@ -46,7 +48,8 @@ async function main() {
   const all = allScenarios();
   const scenarios = argv.only?.length ? all.filter((s) => argv.only.some((o) => s.name.includes(o))) : all;
   if (argv.list) {
-    for (const s of all) console.log(`${s.name}  (${s.size} ${s.kind === 'micro' ? 'ops' : 'runs'})`);
+    for (const s of all)
+      console.log(`${s.name}  (${s.size} ${s.kind === 'micro' ? 'ops' : s.unit === 'timers/s' ? 'timers' : 'runs'})`);
     return;
   }
   if (scenarios.length === 0) throw new Error(`--only ${argv.only.join(', ')} matches no scenario (see --list)`);

@@ -1,5 +1,7 @@
-// The front page's figures: one Markdown table of the flows, rendered from what results.json
-// holds and written into README.md between two marker comments, so that the README can only
+// The front page's figures: one Markdown table of the drains, the engine's bulk submission and
+// timer drain, and the flows, for the JavaScript package, this package and the hand-written floor
+// (bench/floor/), rendered from what results.json holds and written into README.md between two
+// marker comments, so that the README can only
 // show the figures of the run that wrote results.json (__test__/package/readme.test.mjs checks
 // that they agree). No imports of the bench's state: the test loads this module on its own.
 //
@@ -29,13 +31,27 @@ function value(side, key, format) {
   return format(side[key]);
 }
 
-/** `seed / native` of one per-run column. */
-const pair = (r, key, format) => `${value(r.seed, key, format)} / ${value(r.native, key, format)}`;
+const SIDES = ['seed', 'native', 'floor'];
 
-function ratioCell(r) {
-  const computed = r.native?.rate / r.seed?.rate;
-  const ratio = typeof r.ratio === 'number' && Number.isFinite(r.ratio) ? r.ratio : computed;
-  return Number.isFinite(ratio) ? `**${ratio.toFixed(2)}×**` : 'n/a';
+/** A per-run count: one decimal, two below 0.1 (a bulk INSERT's share of one run). */
+const perRun = (x) => num(x, x > 0 && x < 0.1 ? 2 : 1);
+
+/** `seed / native / floor` of one per-run column. */
+const triple = (r, key, format) => SIDES.map((side) => value(r[side], key, format)).join(' / ');
+
+/** Throughput of side `a` over side `b`, bold when it is this package's. */
+function ratioCell(r, a, b) {
+  const ratio = r[a]?.rate / r[b]?.rate;
+  if (!Number.isFinite(ratio)) return 'n/a';
+  return a === 'native' ? `**${ratio.toFixed(2)}×**` : `${ratio.toFixed(2)}×`;
+}
+
+/** The rows of the table: the scenarios other than micro-ops (drains, submission, timers), then the flows. */
+function rowsOf(results) {
+  const others = (Array.isArray(results?.scenarios) ? results.scenarios : []).filter(
+    (r) => r.kind && r.kind !== 'micro' && r.kind !== 'push',
+  );
+  return [...others, ...(Array.isArray(results?.flows) ? results.flows : [])];
 }
 
 /** The conditions of the run, from the fields results.json records about it. */
@@ -54,27 +70,33 @@ function conditions(results) {
 
 /**
  * The Markdown block (without the markers) for a results object shaped like bench/results.json:
- * one line per flow, throughput of both implementations and the ratio, then per root run
- * `JavaScript / native`. The links are relative to the repository root, where README.md is.
+ * one line per drain, submission, timer drain and flow: the throughput of the three sides, this
+ * package's ratios to the JavaScript package and to the floor and the floor's to the JavaScript
+ * package, then per run `JavaScript / native / floor`. The links are relative to the repository
+ * root, where README.md is.
  */
 export function renderSummary(results) {
-  const flows = Array.isArray(results?.flows) ? results.flows : [];
+  const rows = rowsOf(results);
   const lines = [
-    '| engine-driven flow | JavaScript 2.0.0-alpha.2, runs/s | this package, runs/s | ratio | statements per run | round trips per run | main-thread CPU µs per run | server CPU µs per run |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| work | JavaScript 2.0.0-alpha.2, per s | this package, per s | hand-written floor, per s | this package ÷ JavaScript | this package ÷ floor | floor ÷ JavaScript | statements per run | round trips per run | main-thread CPU µs per run | server CPU µs per run |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
-  for (const r of flows) {
+  for (const r of rows) {
     const label = cell(r.chartLabel ? r.chartLabel.split('\n').join(', ') : r.name);
     lines.push(
-      `| ${label} | ${value(r.seed, 'rate', rate)} | ${value(r.native, 'rate', rate)} | ${ratioCell(r)} | ` +
-        `${pair(r, 'stmtsPerOp', (x) => num(x, 1))} | ${pair(r, 'rtPerOp', (x) => num(x, 1))} | ` +
-        `${pair(r, 'mainCpuUsPerOp', num)} | ${pair(r, 'serverCpuUsPerOp', num)} |`,
+      `| ${label} | ${SIDES.map((side) => value(r[side], 'rate', rate)).join(' | ')} | ` +
+        `${ratioCell(r, 'native', 'seed')} | ${ratioCell(r, 'native', 'floor')} | ${ratioCell(r, 'floor', 'seed')} | ` +
+        `${triple(r, 'stmtsPerOp', perRun)} | ${triple(r, 'rtPerOp', perRun)} | ` +
+        `${triple(r, 'mainCpuUsPerOp', num)} | ${triple(r, 'serverCpuUsPerOp', num)} |`,
     );
   }
-  if (flows.length === 0) lines.push('| (no flow scenario in this run) | | | | | | | |');
+  if (rows.length === 0) lines.push('| (no flow scenario in this run) | | | | | | | | | | |');
   lines.push(
     '',
-    `Per run: JavaScript / native. ${conditions(results)}. Written by \`npm run bench\` from ` +
+    'Runs per second (timers per second for the timer drain); per run (per timer): JavaScript / this package / floor. ' +
+      'The floor is the same work written by hand over raw mysql2 with the fewest statements per call ' +
+      '([bench/floor/](bench/floor/index.mjs)); `—`: not measured in this run. ' +
+      `${conditions(results)}. Written by \`npm run bench\` from ` +
       '[`bench/results.json`](bench/results.json); what each column counts, the single calls and where the time ' +
       'goes: [docs/benchmarks.md](docs/benchmarks.md).',
   );

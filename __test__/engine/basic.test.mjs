@@ -163,3 +163,27 @@ test('submit with an idempotency key creates once and does not re-enqueue', asyn
   assert.equal(await ctx.job(a.runId), undefined);
   assert.equal(await e.result(a.runId), 1);
 });
+
+test('submitMany starts every spec in one call, enqueues only the created runs, and they complete', async () => {
+  const e = ctx.engine();
+  e.register('many', 1, async (c, n) => c.step('x', () => n * 2));
+  const first = await e.submit('many', 1, 0, { idempotencyKey: 'dup' });
+  await ctx.quiesce(e);
+  const res = await e.submitMany([
+    { name: 'many', version: 1, input: 1 },
+    { name: 'many', version: 1, input: 2, idempotencyKey: 'dup' },
+    { name: 'many', version: 1, input: 3, tags: ['bulk'] },
+  ]);
+  assert.deepEqual(
+    res.map((r) => r.created),
+    [true, false, true],
+  );
+  assert.equal(res[1].runId, first.runId);
+  assert.equal(await ctx.job(first.runId), undefined, 'the existing run is not enqueued again');
+  assert.ok(await ctx.job(res[0].runId));
+  assert.ok(await ctx.job(res[2].runId));
+  await ctx.quiesce(e);
+  assert.equal(await e.result(res[0].runId), 2);
+  assert.equal(await e.result(res[2].runId), 6);
+  assert.deepEqual((await ctx.runRow(res[2].runId)).tags, '["bulk"]');
+});

@@ -9,6 +9,7 @@
 //   engine.register('greet', 1, async (ctx, input) => ctx.step('hello', () => `hi ${input}`));
 //   const { runId } = await engine.submit('greet', 1, 'ann');
 //   await engine.tickOnce();                       // steps 1–3, a–f of §11.1
+//   await engine.submitMany([{ name: 'greet', version: 1, input: 'bo' }]);   // §11.2
 //
 // Flow context (one cursor key `s<n>` per call, replayed from `snap.steps`):
 //   ctx.step(name, fn)            shape `step:<name>`
@@ -414,13 +415,19 @@ export function createEngine(backend, opts = {}) {
     return outcome.status;
   }
 
+  /** §11.1 step 1: the due timers (at most `limit`) fired, each enqueued; returns their ids. */
+  async function fireDueTimers(limit = cfg.batchMax) {
+    const due = await timer.dueBatch({ now: clock(), limit });
+    await Promise.all(due.map((id) => queue.enqueue(id)));
+    return due;
+  }
+
   /** §11.1: timers → enqueue, claim, then each lease sequentially. */
   async function tickOnce(tickOpts = {}) {
     const batchMax = tickOpts.batchMax ?? cfg.batchMax;
     const leaseMs = tickOpts.leaseMs ?? cfg.leaseMs;
     stats.ticks++;
-    const due = await timer.dueBatch({ now: clock(), limit: batchMax });
-    await Promise.all(due.map((id) => queue.enqueue(id)));
+    const due = await fireDueTimers(batchMax);
     const leases = await queue.claim({ limit: batchMax, leaseMs, now: clock() });
     stats.due += due.length;
     stats.claimed += leases.length;
@@ -452,6 +459,32 @@ export function createEngine(backend, opts = {}) {
       createdAt: clock(),
     });
     if (res.created) await queue.enqueue(res.runId, { runAt: subOpts.runAt, priority: subOpts.priority });
+    return res;
+  }
+
+  /**
+   * §11.2 submitMany: `startManyRuns` over every spec (depth 0, now), then the created runs
+   * enqueued in parallel. `specs`: `[{ name, version, input, idempotencyKey?, tags?, runAt?,
+   * priority? }]`; returns startManyRuns' answers, aligned with `specs`.
+   */
+  async function submitMany(specs) {
+    const createdAt = clock();
+    const res = await store.startManyRuns(
+      specs.map((s) => ({
+        name: s.name,
+        version: s.version,
+        input: s.input,
+        idempotencyKey: s.idempotencyKey,
+        tags: s.tags,
+        depth: 0,
+        createdAt,
+      })),
+    );
+    await Promise.all(
+      res.map((r, i) =>
+        r.created ? queue.enqueue(r.runId, { runAt: specs[i].runAt, priority: specs[i].priority }) : undefined,
+      ),
+    );
     return res;
   }
 
@@ -564,7 +597,9 @@ export function createEngine(backend, opts = {}) {
     register,
     unregister,
     tickOnce,
+    fireDueTimers,
     submit,
+    submitMany,
     signal,
     cancelRun,
     retry,

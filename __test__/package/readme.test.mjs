@@ -25,7 +25,7 @@ test("README's figures table is the one bench/results.json renders", () => {
   );
 });
 
-test('the figures table: one row per flow, failed and missing sides marked, the run conditions said', () => {
+test('the figures table: one row per drain, submission and flow, three sides, failed and missing sides marked, the run conditions said', () => {
   const side = (rate) => ({ rate, stmtsPerOp: 10, rtPerOp: 5, mainCpuUsPerOp: 1234.4, serverCpuUsPerOp: 99 });
   const results = {
     generatedAt: '2031-02-03T04:05:06.000Z',
@@ -34,21 +34,27 @@ test('the figures table: one row per flow, failed and missing sides marked, the 
     flowRuns: 80,
     only: ['flow'],
     machine: { cpus: 4, model: 'Test CPU', node: 'v22.0.0', server: 'MariaDB 11.4.2' },
+    scenarios: [
+      { name: 'micro op', kind: 'micro', seed: side(1), native: side(2) },
+      { name: 'drain x1', kind: 'drain', seed: side(10), native: side(30), floor: side(40) },
+    ],
     flows: [
-      { name: 'a', chartLabel: 'two | parts\n1 loop', ratio: 2.5, seed: side(40), native: side(100) },
+      { name: 'a', chartLabel: 'two | parts\n1 loop', ratio: 2.5, seed: side(40), native: side(100), floor: side(50) },
       { name: 'native only', native: side(12.34) },
       { name: 'seed failed', seed: { error: 'boom' }, native: side(2000) },
     ],
   };
   const lines = renderSummary(results).split('\n');
-  const rows = lines.filter((l) => l.startsWith('| ') && !l.startsWith('| engine-driven flow'));
-  assert.equal(rows.length, 3, lines.join('\n'));
+  const rows = lines.filter((l) => l.startsWith('| ') && !l.startsWith('| work'));
+  assert.equal(rows.length, 4, lines.join('\n'));
+  assert.match(rows[0], /^\| drain x1 \| 10\.0 \| 30\.0 \| 40\.0 \| \*\*3\.00×\*\* \| \*\*0\.75×\*\* \| 4\.00× \|/);
   assert.equal(
-    rows[0],
-    '| two \\| parts, 1 loop | 40.0 | 100 | **2.50×** | 10.0 / 10.0 | 5.0 / 5.0 | 1,234 / 1,234 | 99 / 99 |',
+    rows[1],
+    '| two \\| parts, 1 loop | 40.0 | 100 | 50.0 | **2.50×** | **2.00×** | 1.25× | 10.0 / 10.0 / 10.0 | 5.0 / 5.0 / 5.0 | ' +
+      '1,234 / 1,234 / 1,234 | 99 / 99 / 99 |',
   );
-  assert.match(rows[1], /^\| native only \| — \| 12\.3 \| n\/a \| — \/ 10\.0 \|/);
-  assert.match(rows[2], /^\| seed failed \| FAILED \| 2,000 \| n\/a \| FAILED \/ 10\.0 \|/);
+  assert.match(rows[2], /^\| native only \| — \| 12\.3 \| — \| n\/a \| n\/a \| n\/a \| — \/ 10\.0 \/ — \|/);
+  assert.match(rows[3], /^\| seed failed \| FAILED \| 2,000 \| — \| n\/a \| n\/a \| n\/a \| FAILED \/ 10\.0 \/ — \|/);
   const caption = lines.at(-1);
   for (const part of [
     '2031-02-03',

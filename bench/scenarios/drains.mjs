@@ -11,6 +11,7 @@ import { withRetry } from '../retry.mjs';
 export function drainScenarios() {
   return [1, 4].map((loops) => ({
     name: `drain ${STEPS}-step runs x${loops} loop${loops > 1 ? 's' : ''}`,
+    chartLabel: `${STEPS}-step drain (engine-shaped driver)\n${loops} loop${loops > 1 ? 's' : ''}`,
     kind: 'drain',
     unit: 'runs/s',
     conc: loops,

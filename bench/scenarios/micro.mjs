@@ -23,6 +23,8 @@ export function microScenarios() {
         kind: 'micro',
         unit: 'ops/s',
         conc,
+        // The floor implements only what the drains and flows call (bench/floor/index.mjs).
+        without: ['floor'],
         ...def,
       });
     }
