@@ -10,6 +10,8 @@ const { inTx } = require('./lib/intx');
 const { checkDatabase } = require('./lib/doctor');
 const { mysqlClassify } = require('./lib/classify');
 const { createMysqlListener } = require('./lib/push/listener');
+const { createMysqlEventSink } = require('./lib/timeline/sink');
+const { listEvents } = require('./lib/timeline/list');
 
 module.exports.mysqlPool = mysqlPool;
 module.exports.createMysqlBackend = createMysqlBackend;
@@ -20,6 +22,8 @@ module.exports.inTx = inTx;
 module.exports.checkDatabase = checkDatabase;
 module.exports.mysqlClassify = mysqlClassify;
 module.exports.createMysqlListener = createMysqlListener;
+module.exports.createMysqlEventSink = createMysqlEventSink;
+module.exports.listEvents = listEvents;
 module.exports.channels = CHANNELS;
 module.exports.mysql2Channels = MYSQL2_CHANNELS;
 module.exports.traceOpenTelemetry = traceOpenTelemetry;

@@ -10,6 +10,8 @@ const { inTxOf } = require('./lib/intx');
 const { checkDatabaseOf } = require('./lib/doctor');
 const { mysqlClassify } = require('./lib/classify');
 const { createMysqlListener } = require('./lib/push/listener');
+const { createMysqlEventSink } = require('./lib/timeline/sink');
+const { listEvents } = require('./lib/timeline/list');
 
 const V3 = '3.0.0';
 
@@ -22,6 +24,8 @@ module.exports.tables = tables;
 module.exports.checkDatabase = (sql, prefix, opts) => checkDatabaseOf(sql, prefix, opts, V3);
 module.exports.mysqlClassify = mysqlClassify;
 module.exports.createMysqlListener = createMysqlListener;
+module.exports.createMysqlEventSink = createMysqlEventSink;
+module.exports.listEvents = listEvents;
 module.exports.channels = CHANNELS;
 module.exports.mysql2Channels = MYSQL2_CHANNELS;
 module.exports.traceOpenTelemetry = traceOpenTelemetry;

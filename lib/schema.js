@@ -22,19 +22,23 @@ function prefixOf(prefix) {
 }
 
 function optionsOf(opts, fallback) {
-  if (c.absent(opts)) return { contract: fallback, pendingWork: true };
+  if (c.absent(opts)) return { contract: fallback, pendingWork: true, events: false };
   c.obj(opts, 'opts');
   const contract = c.absent(opts.contract) ? fallback : opts.contract;
   if (!CONTRACTS.includes(contract)) throw c.typeError(`opts.contract must be one of ${CONTRACTS.join(', ')}`);
-  if (!c.absent(opts.pendingWork) && typeof opts.pendingWork !== 'boolean') {
-    throw c.typeError('opts.pendingWork must be a boolean');
+  for (const key of ['pendingWork', 'events']) {
+    if (!c.absent(opts[key]) && typeof opts[key] !== 'boolean') throw c.typeError(`opts.${key} must be a boolean`);
   }
-  return { contract, pendingWork: opts.pendingWork !== false };
+  return { contract, pendingWork: opts.pendingWork !== false, events: opts.events === true };
 }
 
-/** The DDL statements (six tables; under 3.0 also the function's drop and create). */
+/**
+ * The DDL statements (six tables; under 3.0 also the function's drop and create; with
+ * `events: true` the timeline table last).
+ */
 function ddlOf(prefix, opts, fallback) {
-  return binding.ddl(prefixOf(prefix), optionsOf(opts, fallback).contract);
+  const { contract, events } = optionsOf(opts, fallback);
+  return binding.ddl(prefixOf(prefix), contract, events);
 }
 
 /** Back-quoted table names for a prefix (same helper the upstream tests use). */
@@ -44,10 +48,13 @@ function tables(prefix) {
 
 async function applySchemaOf(sql, prefix, opts, fallback) {
   if (!sql || typeof sql.query !== 'function') throw c.typeError('applySchema: sql must be an Sql (with query)');
-  const { contract, pendingWork } = optionsOf(opts, fallback);
+  const { contract, pendingWork, events } = optionsOf(opts, fallback);
   const plan = binding.schemaPlan(prefixOf(prefix), contract);
+  // The opt-in timeline table (docs/timeline.md) is one more CREATE TABLE IF NOT EXISTS; without
+  // the option nothing about it is sent.
+  const tablesOf = events ? [...plan.tables, plan.events] : plan.tables;
   if (contract !== '3.0.0') {
-    for (const stmt of plan.tables) await sql.query(stmt);
+    for (const stmt of tablesOf) await sql.query(stmt);
     return;
   }
   if (typeof sql.tx !== 'function') throw c.typeError('applySchema: sql must be an Sql (with tx)');
@@ -60,7 +67,7 @@ async function applySchemaOf(sql, prefix, opts, fallback) {
     if (Number(got) !== 1)
       throw new Error(`applySchema: another applySchema held the schema lock for ${LOCK_WAIT_S} s`);
     try {
-      for (const stmt of plan.tables) await t.query(stmt);
+      for (const stmt of tablesOf) await t.query(stmt);
       for (const m of plan.columns) await addColumn(t, m);
       if (pendingWork) await createFunction(t, plan);
     } finally {
@@ -119,9 +126,9 @@ async function createFunction(t, plan) {
   }
 }
 
-/** `ddl(prefix?, { contract? })`: the statements of the layout (default 2.0.0-alpha.2). */
+/** `ddl(prefix?, { contract?, events? })`: the statements of the layout (default 2.0.0-alpha.2). */
 const ddl = (prefix, opts) => ddlOf(prefix, opts, '2.0.0-alpha.2');
-/** `applySchema(sql, prefix?, { contract?, pendingWork? })` (default 2.0.0-alpha.2). */
+/** `applySchema(sql, prefix?, { contract?, pendingWork?, events? })` (default 2.0.0-alpha.2). */
 const applySchema = (sql, prefix, opts) => applySchemaOf(sql, prefix, opts, '2.0.0-alpha.2');
 
 module.exports = { ddl, tables, applySchema, ddlOf, applySchemaOf };

@@ -4,13 +4,16 @@
 // the process together and fans its answer out: claimable work or a due timer releases
 // `waitForWork`, a watched run's new status feeds `wakeup` and `watch`. In-process enqueues and
 // completions need no probe: the backend nudges the listener directly (NUDGE), and the core's
-// own `wakeup.signal` after a terminal write reaches local waiters at once.
+// own `wakeup.signal` after a terminal write reaches local waiters at once. Where the opt-in
+// event table exists, the same probe also reads the new timeline rows of the runs a `watch()`
+// stream is open for, and `watch` yields them (docs/timeline.md).
 const c = require('../check');
 const enc = require('../encode');
 const { tables } = require('../schema');
 const { createWakeup } = require('../wakeup');
 const { createLatch } = require('./latch');
 const { probeStatement, probeResult, isTerminal } = require('./probe');
+const { eventTable, eventOf, TERMINAL_EVENTS } = require('../timeline/rows');
 
 /** The backend's private way to say "I just enqueued" (not part of the listener's surface). */
 const NUDGE = Symbol('iterativeflow.listener.nudge');
@@ -21,6 +24,15 @@ const DEFAULT_INTERVAL_MS = 50;
 const MAX_BACKOFF_MS = 5000;
 /** Longest close() waits for a probe in flight (then gives up on it: the answer is ignored). */
 const CLOSE_WAIT_MS = 1000;
+/** How often a listener that found no event table looks again (while a watch() is open). */
+const EVENTS_RECHECK_MS = 10_000;
+/**
+ * How long a watch() stream stays open after its run's terminal status without the run's
+ * terminal event (the sink writes it just after the terminal write; a canceled run has none).
+ */
+const TIMELINE_GRACE_MS = 2000;
+/** "Table doesn't exist": the event table was dropped under a listener reading it. */
+const ER_NO_SUCH_TABLE = 1146;
 
 function optionsOf(opts) {
   if (opts === null || typeof opts !== 'object') throw c.typeError('createMysqlListener: opts must be an object');
@@ -33,7 +45,19 @@ function optionsOf(opts) {
   if (!c.absent(opts.onError) && typeof opts.onError !== 'function') {
     throw c.typeError('createMysqlListener: opts.onError must be a function');
   }
-  return { t: tables(prefix), intervalMs, names, onError: opts.onError };
+  if (!c.absent(opts.events) && typeof opts.events !== 'boolean') {
+    throw c.typeError('createMysqlListener: opts.events must be a boolean');
+  }
+  const event = eventTable(prefix);
+  return {
+    t: tables(prefix),
+    intervalMs,
+    names,
+    onError: opts.onError,
+    // undefined: read the timeline where the table exists (looked up while a watch() is open)
+    events: c.absent(opts.events) ? undefined : opts.events,
+    event: { table: event, name: event.slice(1, -1) },
+  };
 }
 
 /** An async iterator over pushed values, ended by `end()` or the consumer's `return()`. */
@@ -83,7 +107,7 @@ function createStream(onStop) {
 function createMysqlListener(sql, opts = {}) {
   if (!sql || typeof sql.query !== 'function')
     throw c.typeError('createMysqlListener: sql must be an Sql (with query)');
-  const { t, intervalMs, names, onError } = optionsOf(opts);
+  const { t, intervalMs, names, onError, events, event } = optionsOf(opts);
 
   const work = createLatch();
   const completion = createWakeup();
@@ -92,6 +116,10 @@ function createMysqlListener(sql, opts = {}) {
   const progressByRun = new Map(); // runId -> Set<(ev) => void>
   const progressAll = new Set();
   const streams = new Set(); // open watch() streams: close() ends them, and they keep the process up
+  const lingering = new Set(); // () => void of streams past their run's terminal status, after each probe
+  const eventsHeard = new Map(); // runId -> highest event seq onProgress subscribers have heard
+  let eventsOn = events === true ? true : events === false ? false : null; // null: not looked up yet
+  let eventsCheckedAt = 0;
 
   let state = 'idle';
   let loop = null;
@@ -134,12 +162,71 @@ function createMysqlListener(sql, opts = {}) {
     for (const s of [...progressAll]) deliver(s, ev);
   };
 
+  /** Whether this probe reads the timeline: only while a watch() is open, and the table is there. */
+  async function readsEvents() {
+    if (events === false || progressByRun.size === 0) return false;
+    if (eventsOn === true) return true;
+    if (eventsOn === null || Date.now() - eventsCheckedAt >= EVENTS_RECHECK_MS) {
+      eventsCheckedAt = Date.now();
+      const [{ n }] = await sql.query(
+        'SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?',
+        [event.name],
+      );
+      eventsOn = Number(n) > 0;
+    }
+    return eventsOn;
+  }
+
+  /** Each watched run's event cursor: the lowest `seq` any of its streams has seen. */
+  const cursors = () =>
+    [...progressByRun].map(([runId, subs]) => [runId, Math.min(...[...subs].map((s) => s.seen))]);
+
+  /** The probe's rows; a dropped event table turns the timeline off and the probe runs without it. */
+  async function probeRows() {
+    const timeline = (await readsEvents()) ? { table: event.table, cursors: cursors() } : undefined;
+    const { text, params } = probeStatement(t, Date.now(), names, [...watched.keys()], timeline);
+    try {
+      return await sql.query(text, params);
+    } catch (e) {
+      if (!timeline || e?.errno !== ER_NO_SUCH_TABLE || !String(e.message).includes(event.name)) throw e;
+      eventsOn = false;
+      eventsCheckedAt = Date.now();
+      const plain = probeStatement(t, Date.now(), names, [...watched.keys()]);
+      return sql.query(plain.text, plain.params);
+    }
+  }
+
+  /** One timeline row to the run's streams that have not seen it, and once to onProgress. */
+  function deliverEvent(row) {
+    const seq = Number(row.seq);
+    let ev;
+    try {
+      ev = eventOf(row);
+    } catch (e) {
+      report(e); // a row someone else wrote with data that is not JSON: skipped, cursor moves on
+      ev = undefined;
+    }
+    const subs = progressByRun.get(row.id);
+    if (subs) {
+      for (const s of [...subs]) {
+        if (seq <= s.seen) continue;
+        s.seen = seq;
+        if (ev) deliver(s, ev);
+      }
+    }
+    if (ev && subs && seq > (eventsHeard.get(row.id) ?? 0)) {
+      eventsHeard.set(row.id, seq);
+      for (const s of [...progressAll]) deliver(s, ev);
+    }
+  }
+
   /** One probe: fan its answer out to every waiter, unless `token`'s loop was stopped meanwhile. */
   async function probe(token) {
-    const { text, params } = probeStatement(t, Date.now(), names, [...watched.keys()]);
-    const { work: found, runs } = probeResult(await sql.query(text, params));
+    const { work: found, runs, events: timeline } = probeResult(await probeRows());
     if (token.stopped) return;
     if (found) work.fire();
+    // The timeline first: a run's terminal status is the last thing its stream shows.
+    for (const row of timeline) deliverEvent(row);
     for (const [runId, status] of runs) {
       if (!watched.has(runId) || lastStatus.get(runId) === status) continue;
       lastStatus.set(runId, status);
@@ -147,6 +234,7 @@ function createMysqlListener(sql, opts = {}) {
       if (isTerminal(status)) void completion.signal(runId);
       emit({ runId, type: 'status', status });
     }
+    for (const settle of [...lingering]) settle();
   }
 
   const pause = (ms) =>
@@ -236,16 +324,32 @@ function createMysqlListener(sql, opts = {}) {
       }
       let subs = progressByRun.get(runId);
       if (!subs) progressByRun.set(runId, (subs = new Set()));
+      // A terminal status ends the stream — with the timeline on, once the run's terminal event
+      // has been yielded too (it lands just after), or TIMELINE_GRACE_MS later without it.
+      let terminalAt = 0;
+      let terminalEvent = false;
+      const settle = () => {
+        if (!terminalAt) return;
+        if (eventsOn === false || terminalEvent || Date.now() - terminalAt >= TIMELINE_GRACE_MS) stream.end();
+      };
       const push = (ev) => {
         stream.push(ev);
-        if (isTerminal(ev.status)) stream.end();
+        if (ev.type === 'status' && isTerminal(ev.status)) terminalAt ||= Date.now();
+        else if (TERMINAL_EVENTS.has(ev.type)) terminalEvent = true;
+        settle();
       };
+      push.seen = 0; // the highest event seq this stream has yielded: a new stream reads from the start
       const stream = createStream(() => {
         closeStream(stream);
+        lingering.delete(settle);
         subs.delete(push);
-        if (subs.size === 0 && progressByRun.get(runId) === subs) progressByRun.delete(runId);
+        if (subs.size === 0 && progressByRun.get(runId) === subs) {
+          progressByRun.delete(runId);
+          eventsHeard.delete(runId);
+        }
         unhold(runId);
       });
+      lingering.add(settle);
       subs.add(push);
       hold(runId);
       openStream(stream);

@@ -41,6 +41,11 @@ pub struct Schema {
     pub timer: String,
     pub signal: String,
     pub cron: String,
+    /// The opt-in timeline table (`applySchema(sql, prefix, { events: true })`): never created
+    /// otherwise, so nothing reads or writes it unless it exists.
+    pub event: String,
+    /// `event` as `information_schema` spells it (unquoted), to ask whether it exists.
+    pub event_name: String,
     /// The 3.0 layout's backlog function.
     pub pending_work: String,
     pub contract: Contract,
@@ -97,6 +102,8 @@ impl Schema {
             timer: q("timer"),
             signal: q("signal"),
             cron: q("cron"),
+            event: q("event"),
+            event_name: format!("{prefix}event"),
             pending_work: q("pending_work"),
             contract,
         })
@@ -125,6 +132,8 @@ pub struct SchemaPlan {
     pub drop_function: Option<String>,
     pub create_function: Option<String>,
     pub replace_function: Option<String>,
+    /// The opt-in timeline table's `CREATE TABLE IF NOT EXISTS` (run only with `events: true`).
+    pub events: String,
 }
 
 /// What `applySchema` does for `prefix` under `contract`.
@@ -138,6 +147,7 @@ pub fn plan(prefix: &str, contract: Contract) -> Result<SchemaPlan> {
             drop_function: None,
             create_function: None,
             replace_function: None,
+            events: event_ddl(&t),
         });
     }
     let column = |table: &str, base: &str, column: &str, definition: &str, after: &str| Migration {
@@ -155,6 +165,7 @@ pub fn plan(prefix: &str, contract: Contract) -> Result<SchemaPlan> {
         drop_function: Some(format!("DROP FUNCTION IF EXISTS {}", t.pending_work)),
         replace_function: Some(create.replacen("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)),
         create_function: Some(create),
+        events: event_ddl(&t),
     })
 }
 
@@ -163,15 +174,36 @@ const PRIORITY: &str = "INT NOT NULL DEFAULT 0";
 const CONSUMED: &str = "TINYINT(1) NOT NULL DEFAULT 0";
 
 /// `ddl(prefix)`: the tables; under 3.0 also the function (dropped, then created), as the
-/// JavaScript 3.0 package lists it.
-pub fn ddl(prefix: &str, contract: Contract) -> Result<Vec<String>> {
+/// JavaScript 3.0 package lists it; with `events`, the timeline table last (so the list without
+/// it is exactly the JavaScript package's).
+pub fn ddl(prefix: &str, contract: Contract, events: bool) -> Result<Vec<String>> {
     let t = Schema::new(prefix, contract)?;
     let mut out = tables_ddl(&t);
     if contract.is_v3() {
         out.push(format!("DROP FUNCTION IF EXISTS {}", t.pending_work));
         out.push(pending_work(&t));
     }
+    if events {
+        out.push(event_ddl(&t));
+    }
     Ok(out)
+}
+
+/// The timeline table: one row per core `FlowEvent`, in the Postgres backend's columns (`seq`
+/// orders, `at` in epoch ms like every time column here, `data` JSON text). No foreign key:
+/// a run's deletion removes its events in the same transaction (`ports::store::bulk`).
+fn event_ddl(t: &Schema) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {} (
+      seq    BIGINT AUTO_INCREMENT PRIMARY KEY,
+      run_id VARCHAR(191) NOT NULL,
+      type   VARCHAR(64) NOT NULL,
+      at     BIGINT NOT NULL,
+      data   LONGTEXT,
+      KEY event_run (run_id, seq)
+    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
+        t.event
+    )
 }
 
 /// The backlog an autoscaler can poll with one SQL call: due unleased jobs + due timers + due
@@ -324,7 +356,7 @@ mod tests {
     fn tables_are_quoted_and_prefixed() {
         let t = Schema::new("app_", Contract::Alpha2).unwrap();
         assert_eq!(t.signal, "`app_signal`");
-        let alpha2 = ddl("p_", Contract::Alpha2).unwrap();
+        let alpha2 = ddl("p_", Contract::Alpha2, false).unwrap();
         assert_eq!(alpha2.len(), 6);
         assert!(alpha2[4].starts_with("CREATE TABLE IF NOT EXISTS `p_signal` ("));
         assert!(!alpha2[0].contains("priority") && !alpha2[4].contains("consumed"));
@@ -332,7 +364,7 @@ mod tests {
 
     #[test]
     fn the_3_0_layout_adds_two_columns_and_the_function() {
-        let v3 = ddl("p_", Contract::V3).unwrap();
+        let v3 = ddl("p_", Contract::V3, false).unwrap();
         assert_eq!(v3.len(), 8);
         assert!(v3[0].contains("join_remaining    INT NOT NULL DEFAULT 0,\n      priority          INT NOT NULL DEFAULT 0,\n      created_at"));
         assert!(
@@ -343,5 +375,17 @@ mod tests {
             v3[7].starts_with("CREATE FUNCTION `p_pending_work`(flow_names JSON, as_of BIGINT)")
         );
         assert_eq!(plan("p_", Contract::V3).unwrap().columns.len(), 2);
+    }
+
+    #[test]
+    fn the_event_table_is_only_listed_when_asked_for() {
+        for c in [Contract::Alpha2, Contract::V3] {
+            let without = ddl("p_", c, false).unwrap();
+            let with = ddl("p_", c, true).unwrap();
+            assert!(without.iter().all(|s| !s.contains("`p_event`")));
+            assert_eq!(with.len(), without.len() + 1);
+            assert_eq!(with[..without.len()], without[..]);
+            assert!(with[without.len()].starts_with("CREATE TABLE IF NOT EXISTS `p_event` ("));
+        }
     }
 }

@@ -8,10 +8,17 @@ use crate::observe::trace;
 use napi::Env;
 use napi_derive::napi;
 
-/// The DDL statements for `prefix` under `contract` (throws on a bad prefix or contract).
+/// The DDL statements for `prefix` under `contract`, with the timeline table when `events`
+/// (throws on a bad prefix or contract).
 #[napi(js_name = "ddl")]
-pub fn ddl_js(env: &Env, prefix: String, contract: String) -> napi::Result<Vec<String>> {
-    let ddl = schema::Contract::parse(&contract).and_then(|c| schema::ddl(&prefix, c));
+pub fn ddl_js(
+    env: &Env,
+    prefix: String,
+    contract: String,
+    events: Option<bool>,
+) -> napi::Result<Vec<String>> {
+    let events = events.unwrap_or(false);
+    let ddl = schema::Contract::parse(&contract).and_then(|c| schema::ddl(&prefix, c, events));
     promise::sync(env, ddl)
 }
 
@@ -31,6 +38,14 @@ pub fn schema_plan(
 pub fn table_names(env: &Env, prefix: String) -> napi::Result<schema::TableNames> {
     let schema = schema::Schema::new(&prefix, schema::Contract::Alpha2);
     promise::sync(env, schema.map(schema::TableNames::from))
+}
+
+/// The back-quoted name of the opt-in timeline table for `prefix` (not one of `tables()`: that
+/// list is the JavaScript package's six).
+#[napi]
+pub fn event_table_name(env: &Env, prefix: String) -> napi::Result<String> {
+    let schema = schema::Schema::new(&prefix, schema::Contract::Alpha2);
+    promise::sync(env, schema.map(|t| t.event))
 }
 
 /// Every row shape JS builds objects of under `contract`:
