@@ -115,6 +115,11 @@ export function builder() {
  * @param {number} [opts.leaseMs=30000]
  * @param {() => string} [opts.newId]      child run ids
  * @param {string} [opts.name]             label used in events
+ * @param {{sink?: {record(e): unknown}, level?: 'all'|'lifecycle'|'off'}} [opts.observe]
+ *        core's durable event log: `run.started` (first attempt), `step.finished`
+ *        (`{ cursorKey }`, a step that ran), `run.suspended` (`{ status }`), `run.completed`,
+ *        `run.failed` (`{ error }`), each awaited after its write as core does; a sink that
+ *        throws or rejects is swallowed (counted in `engine.sinkErrors`).
  */
 export function createEngine(backend, opts = {}) {
   const { store, queue, timer, wakeup } = backend;
@@ -137,6 +142,19 @@ export function createEngine(backend, opts = {}) {
   const terminalWrites = new Map(); // runId -> [status, …] as issued by this engine
   const stats = { ticks: 0, claimed: 0, due: 0 };
   const emit = (type, runId, extra) => events.push({ type, runId, engine: opts.name, ...extra });
+
+  // core's observer (observe.ts): level 'lifecycle' records run events only; never load-bearing.
+  const sink = opts.observe?.sink;
+  const level = opts.observe?.level ?? 'off';
+  const sinkErrors = [];
+  const observe = async (type, runId, data) => {
+    if (!sink || level === 'off' || (level === 'lifecycle' && !type.startsWith('run.'))) return;
+    try {
+      await sink.record(data === undefined ? { runId, type, at: clock() } : { runId, type, at: clock(), data });
+    } catch (e) {
+      sinkErrors.push(e);
+    }
+  };
 
   // ---------------------------------------------------------------------------------------
   // registration
@@ -202,6 +220,7 @@ export function createEngine(backend, opts = {}) {
         if (m) return m.result;
         const result = await fn();
         const won = await checkpoint(key, result, shape);
+        await observe('step.finished', run.id, { cursorKey: key });
         return won.result;
       },
 
@@ -302,6 +321,7 @@ export function createEngine(backend, opts = {}) {
 
   async function parkRetrying(runId, delayMs, reason) {
     await store.suspendRun(runId, 'retrying', { timers: [{ runId, fireAt: new Date(nowMs() + delayMs) }] });
+    await observe('run.suspended', runId, { status: 'retrying' });
     emit('park', runId, { status: 'retrying', reason });
   }
 
@@ -317,6 +337,8 @@ export function createEngine(backend, opts = {}) {
         if (!isTerminal(child.status)) await cancelRun(child.id);
       }
     }
+    if (outcome.status === 'done') await observe('run.completed', run.id);
+    else if (outcome.status === 'failed') await observe('run.failed', run.id, { error: outcome.error });
     if (run.parentRunId) {
       const left = await store.arriveAtJoin(run.parentRunId);
       if ((left !== undefined && left <= 0) || outcome.status !== 'done') await queue.enqueue(run.parentRunId);
@@ -359,6 +381,7 @@ export function createEngine(backend, opts = {}) {
     const maxAttempts = def.maxAttempts ?? cfg.maxAttempts;
     const attempt = await store.markRunning(run.id);
     emit('running', run.id, { attempt });
+    if (attempt === 1) await observe('run.started', run.id);
     if (attempt > maxAttempts) {
       await complete(run, {
         status: 'failed',
@@ -377,12 +400,15 @@ export function createEngine(backend, opts = {}) {
         // f. parks
         if (e.kind === 'sleep') {
           await store.suspendRun(run.id, 'sleeping', { timers: [{ runId: run.id, fireAt: new Date(e.wakeAt) }] });
+          await observe('run.suspended', run.id, { status: 'sleeping' });
           emit('park', run.id, { status: 'sleeping', wakeAt: e.wakeAt });
         } else if (e.kind === 'child') {
           await store.suspendRun(run.id, 'awaiting_child');
+          await observe('run.suspended', run.id, { status: 'awaiting_child' });
           emit('park', run.id, { status: 'awaiting_child' });
         } else {
           await store.suspendRun(run.id, 'awaiting_signal');
+          await observe('run.suspended', run.id, { status: 'awaiting_signal' });
           emit('park', run.id, { status: 'awaiting_signal' });
         }
         await ack(lease);
@@ -591,6 +617,7 @@ export function createEngine(backend, opts = {}) {
     backend,
     config: cfg,
     events,
+    sinkErrors,
     errors,
     terminalWrites,
     stats,

@@ -178,8 +178,7 @@ function createMysqlListener(sql, opts = {}) {
   }
 
   /** Each watched run's event cursor: the lowest `seq` any of its streams has seen. */
-  const cursors = () =>
-    [...progressByRun].map(([runId, subs]) => [runId, Math.min(...[...subs].map((s) => s.seen))]);
+  const cursors = () => [...progressByRun].map(([runId, subs]) => [runId, Math.min(...[...subs].map((s) => s.seen))]);
 
   /** The probe's rows; a dropped event table turns the timeline off and the probe runs without it. */
   async function probeRows() {
