@@ -205,7 +205,7 @@ function createMysqlListener(sql, opts = {}) {
       report(e); // a row someone else wrote with data that is not JSON: skipped, cursor moves on
       ev = undefined;
     }
-    const subs = progressByRun.get(row.id);
+    const subs = progressByRun.get(row.run_id);
     if (subs) {
       for (const s of [...subs]) {
         if (seq <= s.seen) continue;
@@ -213,8 +213,8 @@ function createMysqlListener(sql, opts = {}) {
         if (ev) deliver(s, ev);
       }
     }
-    if (ev && subs && seq > (eventsHeard.get(row.id) ?? 0)) {
-      eventsHeard.set(row.id, seq);
+    if (ev && subs && seq > (eventsHeard.get(row.run_id) ?? 0)) {
+      eventsHeard.set(row.run_id, seq);
       for (const s of [...progressAll]) deliver(s, ev);
     }
   }

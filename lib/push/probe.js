@@ -51,7 +51,10 @@ function probeStatement(t, at, names, runIds, events) {
 /** Most event rows one probe reads (a backlog is read over the next probes). */
 const EVENTS_PER_PROBE = 1000;
 
-/** `{ work, runs: Map<runId, status>, events: rows in seq order }` of the probe's rows. */
+/**
+ * `{ work, runs: Map<runId, status>, events }` of the probe's rows; `events` are event-table rows
+ * (lib/timeline/rows.js shape: the UNION names the run id column `id`) in seq order.
+ */
 function probeResult(rows) {
   let work = false;
   const runs = new Map();
@@ -59,7 +62,7 @@ function probeResult(rows) {
   for (const r of rows) {
     if (r.k === 'work') work = true;
     else if (r.k === 'run') runs.set(r.id, r.status);
-    else if (r.k === 'event') events.push(r);
+    else if (r.k === 'event') events.push({ seq: r.seq, run_id: r.id, type: r.type, at: r.at, data: r.data });
   }
   events.sort((a, b) => Number(a.seq) - Number(b.seq));
   return { work, runs, events };
