@@ -235,6 +235,14 @@ for (const [contract, m, base] of [
     await m.applySchema(sql, p, { events: true });
     assert.equal(await exists(`${p}event`), true);
     await m.applySchema(sql, p, { events: true }); // idempotent
+    // doctor knows the six tables only: the optional one changes none of its table checks
+    const report = await m.checkDatabase(sql, p);
+    const layoutChecks = report.checks.filter((x) => x.name === 'layout' || x.name.startsWith('table.'));
+    assert.equal(layoutChecks.length, 7);
+    assert.deepEqual(
+      layoutChecks.filter((x) => x.verdict !== 'ok').map((x) => `${x.name}: ${x.detail}`),
+      [],
+    );
   });
 }
 
@@ -276,6 +284,8 @@ test('arguments are checked before anything is sent', async () => {
     assert.throws(() => m.createMysqlEventSink(sql, 'bad-prefix'), /prefix/);
     assert.throws(() => m.createMysqlEventSink(sql, 1), TypeError);
     assert.throws(() => m.createMysqlEventSink(sql, '', { onError: 1 }), /onError/);
+    assert.throws(() => m.createMysqlEventSink(sql, '', { lingerMs: -1 }), RangeError);
+    assert.throws(() => m.createMysqlEventSink(sql, '', { lingerMs: '5' }), /lingerMs/);
     const sink = m.createMysqlEventSink(sql, 'a_');
     assert.throws(() => sink.record(null), /event/);
     assert.throws(() => sink.record({ runId: 1, type: 'run.started', at: new Date() }), /event\.runId/);

@@ -2,7 +2,7 @@
 // createMysqlEventSink(sql, prefix?, opts?): the core's `observe.sink`, writing `FlowEvent`s to the
 // opt-in event table. Core awaits `record()` on the run's path (after markTerminal, after each
 // step), so `record` only queues the event and returns: the rows are written behind the run, all
-// events queued in the same turn of the event loop in one multi-row INSERT, one INSERT in flight
+// events queued within `lingerMs` (default 5) in one multi-row INSERT, one INSERT in flight
 // at a time (so `seq` follows the order of `record` calls). A failed write is counted and handed to
 // `onError`; it never reaches the run. `flush()` resolves once everything queued is written (or
 // has failed) — call it before closing the pool.
@@ -11,16 +11,26 @@ const { eventTable, eventParams } = require('./rows');
 
 /** Most rows per INSERT (4 bound values each). */
 const MAX_BATCH = 500;
+/**
+ * How long a first queued event waits for company before its INSERT, ms. One worker's run path
+ * records an event every statement or two, so without it nearly every event is an INSERT of its
+ * own; 5 ms gathers a handful (bench/timeline.mjs, docs/timeline.md) and is far below a listener's
+ * probe interval.
+ */
+const DEFAULT_LINGER_MS = 5;
 /** Most events waiting; beyond it new ones are dropped (and counted), never the run slowed. */
 const MAX_PENDING = 50_000;
 
 function optionsOf(opts) {
-  if (c.absent(opts)) return {};
+  if (c.absent(opts)) return { lingerMs: DEFAULT_LINGER_MS };
   c.obj(opts, 'createMysqlEventSink: opts');
   if (!c.absent(opts.onError) && typeof opts.onError !== 'function') {
     throw c.typeError('createMysqlEventSink: opts.onError must be a function');
   }
-  return { onError: opts.onError };
+  const lingerMs = c.absent(opts.lingerMs)
+    ? DEFAULT_LINGER_MS
+    : c.int(opts.lingerMs, 'createMysqlEventSink: opts.lingerMs', 0, 10_000);
+  return { onError: opts.onError, lingerMs };
 }
 
 const insertText = (table, n) =>
@@ -31,7 +41,9 @@ function createMysqlEventSink(sql, prefix, opts) {
     throw c.typeError('createMysqlEventSink: sql must be an Sql (with query)');
   }
   const table = eventTable(prefix);
-  const { onError } = optionsOf(opts);
+  const { onError, lingerMs } = optionsOf(opts);
+  // 0: write at the end of this turn of the event loop; more: wait that long for more rows first
+  const later = lingerMs > 0 ? (fn) => setTimeout(fn, lingerMs) : setImmediate;
   let pending = []; // bound values of queued rows, 4 per event
   let scheduled = false;
   let writing = null; // the drain in flight
@@ -70,7 +82,7 @@ function createMysqlEventSink(sql, prefix, opts) {
       // An event queued between the drain's last look and here would otherwise wait for the next.
       if (pending.length > 0 && !scheduled) {
         scheduled = true;
-        setImmediate(start);
+        later(start);
       }
     });
   };
@@ -87,7 +99,7 @@ function createMysqlEventSink(sql, prefix, opts) {
       pending.push(...row);
       if (!scheduled && !writing) {
         scheduled = true;
-        setImmediate(start);
+        later(start);
       }
     },
     /** Resolves when every event queued so far is written or has failed. */
