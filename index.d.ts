@@ -265,6 +265,11 @@ export interface SchemaOpts {
   contract?: Contract;
   /** 3.0: create the `pending_work` function (needs CREATE ROUTINE); default true. */
   pendingWork?: boolean;
+  /**
+   * Also create the opt-in timeline table `<prefix>event` (docs/timeline.md); default false:
+   * without it nothing about the table is created, listed or sent.
+   */
+  events?: boolean;
 }
 
 /**
@@ -516,11 +521,63 @@ export interface NativeBackendOpts extends MysqlBackendOpts {
 /** What the listener watcher is doing: not started, probing, retrying after an error, closed. */
 export type ListenerState = 'idle' | 'listening' | 'reconnecting' | 'stopped';
 /** A watched run's new status, as the probe saw it (the first one is its status when watched). */
-export interface ProgressEvent {
+export interface StatusEvent {
   runId: string;
   type: 'status';
   status: RunStatus;
 }
+/**
+ * What `watch` and `onProgress` yield: status changes, and — where the event table exists — the
+ * run's timeline rows as they land (docs/timeline.md).
+ */
+export type ProgressEvent = StatusEvent | FlowEvent;
+
+// ---- the durable timeline (docs/timeline.md) -------------------------------------------------
+
+/** Core's durable event kinds (`observe` in @iterativeflow/core). */
+export type EventType = 'run.started' | 'run.completed' | 'run.failed' | 'run.suspended' | 'step.finished' | 'run.log';
+/** Core's event log granularity: `lifecycle` = run events only, `all` adds step events. */
+export type EventLevel = 'all' | 'lifecycle' | 'off';
+/** One timeline entry, as core records it and listEvents reads it back. */
+export interface FlowEvent {
+  runId: string;
+  type: EventType;
+  at: Date;
+  data?: unknown;
+}
+/** Core's `observe.sink`. */
+export interface EventSink {
+  record(event: FlowEvent): void | Promise<void>;
+}
+export interface MysqlEventSinkOpts {
+  /** Called with each failed INSERT's error (its rows are counted in `stats().failed`). */
+  onError?: (err: unknown) => void;
+  /** How long a first queued event waits for more before the INSERT, ms (0..10000, default 5). */
+  lingerMs?: number;
+}
+export interface MysqlEventSinkStats {
+  recorded: number;
+  written: number;
+  /** Rows of INSERTs that failed (never retried). */
+  failed: number;
+  /** Events refused because 50,000 were already waiting. */
+  dropped: number;
+  /** INSERT statements that succeeded. */
+  batches: number;
+  pending: number;
+}
+/** An `EventSink` writing to `<prefix>event`, behind the run: `record` only queues. */
+export interface MysqlEventSink extends EventSink {
+  /** Queues the event and returns at once (a malformed event throws a TypeError). */
+  record(event: FlowEvent): void;
+  /** Resolves when every event queued so far is written or has failed; call it before closing the pool. */
+  flush(): Promise<void>;
+  stats(): MysqlEventSinkStats;
+}
+/** The sink for `observe: { sink, level }` (needs `applySchema(sql, prefix, { events: true })`). */
+export declare function createMysqlEventSink(sql: Sql, prefix?: string, opts?: MysqlEventSinkOpts): MysqlEventSink;
+/** A run's timeline, oldest first (rejects when the event table does not exist). */
+export declare function listEvents(sql: Sql, runId: string, prefix?: string): Promise<FlowEvent[]>;
 export interface MysqlListenerOpts {
   /** The backend's table prefix. Default none. */
   prefix?: string;
@@ -533,6 +590,11 @@ export interface MysqlListenerOpts {
    * whatever an `onProgress` callback throws (the listener's state does not change for that).
    */
   onError?: (err: unknown) => void;
+  /**
+   * Read the timeline for `watch`: undefined (default) looks the event table up while a watch is
+   * open (again every 10 s while it is missing); false never; true assumes it exists.
+   */
+  events?: boolean;
 }
 /** Dispatch and completion push over one probe statement per interval, shared by all waiters. */
 export interface MysqlListener {
@@ -542,10 +604,15 @@ export interface MysqlListener {
   waitForWork(timeoutMs: number, signal?: AbortSignal): Promise<void>;
   /**
    * The run's status changes as the probe sees them, the first being its status when watched;
-   * ends after a terminal status, `return()` or `close()`. After `close()`: an ended iterator.
+   * with the event table, also its timeline from the start, then as it lands. Ends after a
+   * terminal status (with the timeline: once the terminal event was yielded too, or 2 s later),
+   * `return()` or `close()`. After `close()`: an ended iterator.
    */
   watch(runId: string): AsyncIterableIterator<ProgressEvent>;
-  /** Status changes of every watched run; returns an unsubscribe function. A throw goes to `onError`. */
+  /**
+   * Status changes of every watched run (and the timeline of runs a `watch` is open for); returns
+   * an unsubscribe function. A throw goes to `onError`.
+   */
   onProgress(cb: (ev: ProgressEvent) => void): () => void;
   /** Starts probing (the first waiter also starts a listener that was never started). */
   start(): void;
