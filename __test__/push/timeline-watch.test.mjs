@@ -122,3 +122,26 @@ test('without the event table a watcher sees status events only', { timeout: 120
     await env.close();
   }
 });
+
+test('an event table dropped under an open watch: the probe goes on without it', { timeout: 120_000 }, async () => {
+  const env = await pushDatabase('tl_watch_drop');
+  await m.applySchema(env.sql, '', { events: true });
+  const child = await forkChild(env.db.url, { PUSH_INTERVAL_MS: '20' });
+  try {
+    const runId = await env.run();
+    child.send({ type: 'watch', runId });
+    assert.equal((await child.next('watched', 10_000)).event.status, 'pending');
+    await env.sql.query('DROP TABLE `event`');
+    const e = engineWith(env, undefined, { inA: () => 1 });
+    await env.backend.queue.enqueue(runId);
+    for (;;) {
+      const r = await e.tickOnce();
+      if (r.claimed === 0) break;
+    }
+    const rest = await collect(child);
+    assert.equal(rest.at(-1)?.status, 'done', JSON.stringify(rest));
+  } finally {
+    await child.close();
+    await env.close();
+  }
+});
