@@ -552,7 +552,7 @@ export interface EventSink {
 export interface MysqlEventSinkOpts {
   /** Called with each failed INSERT's error (its rows are counted in `stats().failed`). */
   onError?: (err: unknown) => void;
-  /** How long a first queued event waits for more before the INSERT, ms (0..10000, default 5). */
+  /** How long a first queued event waits for more before the INSERT, ms (0..10000, default 50). */
   lingerMs?: number;
 }
 export interface MysqlEventSinkStats {

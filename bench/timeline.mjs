@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // What the durable timeline costs the run path: runs/s of an engine drain (the engine-shaped mini
 // engine of the tests, __test__/engine/mini-engine.mjs, 3-step runs, batches of 20) without a sink
-// and with createMysqlEventSink at level 'all' (5 event rows per run), interleaved A/B, medians.
+// and with createMysqlEventSink at level 'all' (5 event rows per run; 'lifecycle': 2), interleaved
+// A/B, medians.
 //
-//   node bench/timeline.mjs [--runs 300] [--reps 7] [--loops 1] [--linger <ms>]
+//   node bench/timeline.mjs [--runs 300] [--reps 7] [--loops 1] [--linger <ms>] [--level all|lifecycle]
 //
 // MYSQL_URL names a server to use (a database is created and dropped); without it a private
 // MariaDB is started (the test harness's). "drain" stops when the last run is done (what the run
@@ -23,6 +24,7 @@ const { values: args } = parseArgs({
     reps: { type: 'string', default: '7' },
     loops: { type: 'string', default: '1' },
     linger: { type: 'string' }, // default: the sink's own
+    level: { type: 'string', default: 'all' },
   },
 });
 const RUNS = Number(args.runs);
@@ -30,6 +32,8 @@ const REPS = Number(args.reps);
 const LOOPS = Number(args.loops);
 const LINGER_MS = args.linger === undefined ? undefined : Number(args.linger);
 const STEPS = 3;
+const LEVEL = args.level;
+const ROWS_PER_RUN = LEVEL === 'all' ? STEPS + 2 : 2;
 
 const server = process.env.MYSQL_URL ? undefined : await startPrivateServer();
 const base = process.env.MYSQL_URL ?? server.url;
@@ -54,7 +58,7 @@ async function once(withSink) {
       batchMax: 20,
       leaseMs: 30_000,
       newId: randomUUID,
-      observe: sink ? { sink, level: 'all' } : undefined,
+      observe: sink ? { sink, level: LEVEL } : undefined,
     });
     e.register('bench', 1, async (c, input) => {
       for (let i = 0; i < STEPS; i++) await c.step(`s${i}`, () => ({ i, input }));
@@ -80,7 +84,7 @@ async function once(withSink) {
   if (sink) {
     const st = sink.stats();
     const [{ e }] = await sql.query('SELECT COUNT(*) AS e FROM `event`');
-    if (st.failed || Number(e) !== RUNS * (STEPS + 2)) throw new Error(`events: ${JSON.stringify(st)}, rows ${e}`);
+    if (st.failed || Number(e) !== RUNS * ROWS_PER_RUN) throw new Error(`events: ${JSON.stringify(st)}, rows ${e}`);
     return { drain: (RUNS * 1000) / drained, flush: (RUNS * 1000) / flushed, rowsPerInsert: st.written / st.batches };
   }
   return { drain: (RUNS * 1000) / drained, flush: (RUNS * 1000) / flushed };
@@ -103,7 +107,7 @@ try {
   );
   console.log(`  no sink                  ${fmt(off, 'drain')} runs/s`);
   console.log(
-    `  sink, level 'all'        ${fmt(on, 'drain')} runs/s drained, ${fmt(on, 'flush')} runs/s with every event written` +
+    `  sink, level '${LEVEL}'${' '.repeat(Math.max(1, 15 - LEVEL.length))}${fmt(on, 'drain')} runs/s drained, ${fmt(on, 'flush')} runs/s with every event written` +
       ` (${fmt(on, 'rowsPerInsert')} rows per INSERT)`,
   );
   console.log(

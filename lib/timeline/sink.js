@@ -2,7 +2,7 @@
 // createMysqlEventSink(sql, prefix?, opts?): the core's `observe.sink`, writing `FlowEvent`s to the
 // opt-in event table. Core awaits `record()` on the run's path (after markTerminal, after each
 // step), so `record` only queues the event and returns: the rows are written behind the run, all
-// events queued within `lingerMs` (default 5) in one multi-row INSERT, one INSERT in flight
+// events queued within `lingerMs` (default 50) in one multi-row INSERT, one INSERT in flight
 // at a time (so `seq` follows the order of `record` calls). A failed write is counted and handed to
 // `onError`; it never reaches the run. `flush()` resolves once everything queued is written (or
 // has failed) — call it before closing the pool.
@@ -12,12 +12,13 @@ const { eventTable, eventParams } = require('./rows');
 /** Most rows per INSERT (4 bound values each). */
 const MAX_BATCH = 500;
 /**
- * How long a first queued event waits for company before its INSERT, ms. One worker's run path
- * records an event every statement or two, so without it nearly every event is an INSERT of its
- * own; 5 ms gathers a handful (bench/timeline.mjs, docs/timeline.md) and is far below a listener's
- * probe interval.
+ * How long a first queued event waits for company before its INSERT, ms. Every INSERT is a
+ * commit the server pays for on the workers' time: at 5 ms a drain wrote ~12 rows per INSERT and
+ * lost 17–35 % of its rate, at 50 ms ~100 rows and ~10 % (bench/timeline.mjs, docs/timeline.md).
+ * 50 ms is a listener's default probe interval: a watcher sees an event at most one more
+ * interval later.
  */
-const DEFAULT_LINGER_MS = 5;
+const DEFAULT_LINGER_MS = 50;
 /** Most events waiting; beyond it new ones are dropped (and counted), never the run slowed. */
 const MAX_PENDING = 50_000;
 
