@@ -110,6 +110,10 @@ try {
     `  sink, level '${LEVEL}'${' '.repeat(Math.max(1, 15 - LEVEL.length))}${fmt(on, 'drain')} runs/s drained, ${fmt(on, 'flush')} runs/s with every event written` +
       ` (${fmt(on, 'rowsPerInsert')} rows per INSERT)`,
   );
+  // Each pair ran back to back: its ratio is less exposed to the load of a shared machine than
+  // the two medians are.
+  const ratio = median(on.map((x, i) => x.drain / off[i].drain));
+  console.log(`  median of the per-rep ratios (sink / no sink): ${ratio.toFixed(2)}`);
   console.log(
     `  per rep (off / on): ${off.map((x, i) => `${x.drain.toFixed(0)}/${on[i].drain.toFixed(0)}`).join(' ')}`,
   );

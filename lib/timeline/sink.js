@@ -12,11 +12,11 @@ const { eventTable, eventParams } = require('./rows');
 /** Most rows per INSERT (4 bound values each). */
 const MAX_BATCH = 500;
 /**
- * How long a first queued event waits for company before its INSERT, ms. Every INSERT is a
- * commit the server pays for on the workers' time: at 5 ms a drain wrote ~12 rows per INSERT and
- * lost 17–35 % of its rate, at 50 ms ~100 rows and ~10 % (bench/timeline.mjs, docs/timeline.md).
- * 50 ms is a listener's default probe interval: a watcher sees an event at most one more
- * interval later.
+ * How long a first queued event waits for company before its INSERT, ms. Each INSERT is a commit
+ * the server pays for beside the workers' statements; 50 ms gathers ~40–100 rows per INSERT in a
+ * drain where 5 ms gathers ~12 (bench/timeline.mjs; the shared test machine could not tell the two
+ * apart in throughput, docs/timeline.md). It equals a listener's default probe interval, so a
+ * watcher sees an event at most one more interval later.
  */
 const DEFAULT_LINGER_MS = 50;
 /** Most events waiting; beyond it new ones are dropped (and counted), never the run slowed. */
