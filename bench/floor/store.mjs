@@ -82,7 +82,10 @@ export function floorStore(pool, t) {
       const signals = [];
       for (const x of rows) {
         if (x.k === 's') {
-          steps.set(x.c1, stepOutcome({ status: x.c3, result: x.c4, error: x.c6, attempts: Number(x.n2), shape: x.c2 }));
+          steps.set(
+            x.c1,
+            stepOutcome({ status: x.c3, result: x.c4, error: x.c6, attempts: Number(x.n2), shape: x.c2 }),
+          );
         } else if (x.k === 'g') signals.push(x);
       }
       signals.sort((a, b) => Number(a.n4) - Number(b.n4));
