@@ -36,6 +36,25 @@ pub async fn enqueue_many<E: Exec>(e: &mut E, t: &Schema, requests: &[EnqueueArg
     Ok(())
 }
 
+/// Independent `enqueue` calls made together (`node/coalesce.rs`) as one multi-row upsert of at
+/// most `statements::ENQUEUE_ROWS` requests, with the same rows on disk as the calls one by one.
+/// Rows are sorted by run id — a stable sort, so a run's requests keep their order — so that
+/// two such statements lock job rows in the same order and never deadlock each other.
+pub async fn enqueue_together<E: Exec>(
+    e: &mut E,
+    t: &Schema,
+    requests: &[statements::Enqueue<'_>],
+) -> Result<()> {
+    let mut sorted = requests.to_vec();
+    sorted.sort_by(|a, b| a.run_id.cmp(b.run_id));
+    let stmts = statements::enqueue_many(t, &sorted, false)
+        .into_iter()
+        .map(Stmt::as_text)
+        .collect();
+    e.batch(stmts).await?;
+    Ok(())
+}
+
 /// `AND` a job's run is one of the flows `names` — or has no run row (3.0's `names` filter).
 /// A subquery rather than a join: a locking read does not lock the rows of its subqueries, so
 /// only job rows are locked (the form MySQL writes as `FOR UPDATE OF j`).

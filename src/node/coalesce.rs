@@ -1,0 +1,220 @@
+//! Coalescing of independent `enqueue` calls made together (issue #23).
+//!
+//! The engine sends `enqueue` in bursts (`Promise.all` over the runs `submitMany` created, the
+//! due timers of a tick, the orphans `reconcile` found: docs/performance.md has the counts), and
+//! each call alone is one autocommit upsert. Here a call that finds one of `slots` free is sent
+//! at once, alone, exactly as without coalescing — a lone call never waits for company. Calls
+//! arriving while every slot is busy queue up; a slot, once its statement is answered, sends
+//! what queued as one multi-row upsert (`queue::enqueue_together`: rows sorted, so that two
+//! batches lock in the same order) before it frees itself. Each caller gets its own answer.
+//!
+//! A batch the server refuses (nothing of a single autocommit statement applied) is sent again
+//! call by call, so one bad call fails alone. A batch whose outcome is unknown (the connection
+//! was lost after sending) is not re-sent: every caller in it gets that connection error, as
+//! each would have alone, and on disk the statement applied wholly or not at all.
+//!
+//! Only on the native pool: a unit joined to a caller's transaction must run in it, in order,
+//! and a wrapped `Sql` sends each call through its own bridge — those run as before.
+
+use crate::error::{Error, Result};
+use crate::exec::{self, Mode, PoolHandle};
+use crate::model::schema::Schema;
+use crate::ports::queue;
+use crate::ports::statements::{Enqueue, ENQUEUE_ROWS};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::oneshot;
+
+/// Most run-id bytes in one coalesced statement (with `ENQUEUE_ROWS`, keeps its packet small).
+const MAX_ID_BYTES: usize = 256 * 1024;
+
+/// One call's arguments.
+struct Request {
+    run_id: String,
+    run_at: i64,
+    priority: Option<i64>,
+}
+
+/// One queued call and where its answer goes.
+struct Call {
+    request: Request,
+    answer: oneshot::Sender<Result<()>>,
+}
+
+impl Request {
+    fn upsert(&self) -> Enqueue<'_> {
+        Enqueue {
+            run_id: &self.run_id,
+            run_at: self.run_at,
+            priority: self.priority,
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    /// Slots with a statement in flight (or about to send one).
+    busy: usize,
+    /// Calls that found every slot busy, in arrival order. Non-empty only while every slot is
+    /// busy: a slot frees itself only once nothing waits.
+    waiting: VecDeque<Call>,
+}
+
+/// The `enqueue` calls of one native backend.
+pub struct Enqueues {
+    pool: Arc<PoolHandle>,
+    schema: Arc<Schema>,
+    /// Statements in flight at once at most: the pool's `connectionLimit`, so that a call waits
+    /// here only when it would have waited for a connection anyway.
+    slots: usize,
+    state: Mutex<State>,
+}
+
+impl Enqueues {
+    pub fn new(pool: Arc<PoolHandle>, schema: Arc<Schema>) -> Self {
+        let slots = pool.hosts.limit().max(1);
+        Enqueues {
+            pool,
+            schema,
+            slots,
+            state: Mutex::default(),
+        }
+    }
+
+    /// The pool the calls run on.
+    pub fn pool(&self) -> &Arc<PoolHandle> {
+        &self.pool
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // The lock guards plain bookkeeping that no panic leaves half-done.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// One `enqueue` call.
+    pub async fn enqueue(
+        self: Arc<Self>,
+        run_id: String,
+        run_at: i64,
+        priority: Option<i64>,
+    ) -> Result<()> {
+        let queued = {
+            let mut st = self.state();
+            if st.busy < self.slots {
+                st.busy += 1;
+                None
+            } else {
+                let (answer, answered) = oneshot::channel();
+                let request = Request {
+                    run_id: run_id.clone(),
+                    run_at,
+                    priority,
+                };
+                st.waiting.push_back(Call { request, answer });
+                Some(answered)
+            }
+        };
+        if let Some(answered) = queued {
+            return answered.await.unwrap_or_else(|_| {
+                Err(Error::Contract(
+                    "internal error: a coalesced enqueue went unanswered (please report this)"
+                        .into(),
+                ))
+            });
+        }
+        let result = self.alone(&run_id, run_at, priority).await;
+        // This call is answered at once; what queued meanwhile is served by a task of its own,
+        // which inherits the slot.
+        if let Some(batch) = self.next_batch() {
+            tokio::spawn(self.clone().serve(batch));
+        }
+        result
+    }
+
+    /// Takes the next batch for a busy slot, or frees the slot when nothing waits.
+    fn next_batch(&self) -> Option<Vec<Call>> {
+        let mut st = self.state();
+        if st.waiting.is_empty() {
+            st.busy -= 1;
+            return None;
+        }
+        let mut bytes = 0;
+        let mut batch = Vec::new();
+        while let Some(call) = st.waiting.front() {
+            bytes += call.request.run_id.len();
+            if batch.len() == ENQUEUE_ROWS || (!batch.is_empty() && bytes > MAX_ID_BYTES) {
+                break;
+            }
+            batch.extend(st.waiting.pop_front());
+        }
+        Some(batch)
+    }
+
+    /// A slot's task: sends `batch`, then every later batch, until nothing waits.
+    async fn serve(self: Arc<Self>, mut batch: Vec<Call>) {
+        loop {
+            self.send(batch).await;
+            match self.next_batch() {
+                Some(next) => batch = next,
+                None => return,
+            }
+        }
+    }
+
+    /// One `enqueue` on its own: the statement a call sends without coalescing.
+    async fn alone(&self, run_id: &str, run_at: i64, priority: Option<i64>) -> Result<()> {
+        let schema = self.schema.clone();
+        let run_id: Arc<str> = run_id.into();
+        exec::run(&self.pool, Mode::Autocommit, move |e| {
+            let schema = schema.clone();
+            let run_id = run_id.clone();
+            Box::pin(async move { queue::enqueue(e, &schema, &run_id, run_at, priority).await })
+        })
+        .await
+    }
+
+    /// Sends a batch as one statement and answers each of its calls.
+    async fn send(&self, batch: Vec<Call>) {
+        let (requests, answers): (Vec<Request>, Vec<_>) =
+            batch.into_iter().map(|c| (c.request, c.answer)).unzip();
+        if let [one] = requests.as_slice() {
+            let result = self.alone(&one.run_id, one.run_at, one.priority).await;
+            answers
+                .into_iter()
+                .for_each(|a| drop(a.send(result.clone())));
+            return;
+        }
+        let schema = self.schema.clone();
+        let requests = Arc::new(requests);
+        let rows = requests.clone();
+        let together = exec::run(&self.pool, Mode::Autocommit, move |e| {
+            let schema = schema.clone();
+            let rows = rows.clone();
+            Box::pin(async move {
+                let upserts: Vec<Enqueue> = rows.iter().map(Request::upsert).collect();
+                queue::enqueue_together(e, &schema, &upserts).await
+            })
+        })
+        .await;
+        let metrics = &self.pool.metrics;
+        match together {
+            Ok(()) => {
+                metrics.coalesced(answers.len());
+                answers.into_iter().for_each(|a| drop(a.send(Ok(()))));
+            }
+            Err(e) if e.is_connection() => {
+                metrics.coalesced(answers.len());
+                answers
+                    .into_iter()
+                    .for_each(|a| drop(a.send(Err(e.clone()))));
+            }
+            Err(_) => {
+                metrics.sent_alone(answers.len());
+                for (r, answer) in requests.iter().zip(answers) {
+                    let result = self.alone(&r.run_id, r.run_at, r.priority).await;
+                    let _ = answer.send(result);
+                }
+            }
+        }
+    }
+}
