@@ -58,7 +58,7 @@ impl Stmt {
     }
 
     /// The same statement, never prepared (see `text_only`).
-    pub fn as_text(mut self) -> Self {
+    pub fn never_prepared(mut self) -> Self {
         self.text_only = true;
         self
     }

@@ -49,7 +49,7 @@ pub async fn enqueue_together<E: Exec>(
     sorted.sort_by(|a, b| a.run_id.cmp(b.run_id));
     let stmts = statements::enqueue_many(t, &sorted, false)
         .into_iter()
-        .map(Stmt::as_text)
+        .map(Stmt::never_prepared)
         .collect();
     e.batch(stmts).await?;
     Ok(())
