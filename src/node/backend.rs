@@ -580,10 +580,11 @@ impl NativeBackend {
         if let (Some(enqueues), None) = (&self.enqueues, &via) {
             const METHOD: usize = metrics::index("enqueue");
             let enqueues = enqueues.clone();
+            let started = Instant::now();
+            let turn = enqueues.arrive(run_id, run_at, priority);
             return promise::promise(env, async move {
-                let started = Instant::now();
                 let pool = enqueues.pool().clone();
-                let result = enqueues.enqueue(run_id, run_at, priority).await;
+                let result = enqueues.settle(turn).await;
                 pool.metrics
                     .record(METHOD, started.elapsed(), result.as_ref().err());
                 result

@@ -35,6 +35,26 @@ struct Request {
     priority: Option<i64>,
 }
 
+/// Where `arrive` put a call.
+pub struct Turn(Place);
+
+enum Place {
+    Alone(Request, Slot),
+    Queued(oneshot::Receiver<Result<()>>),
+}
+
+/// A busy slot. Dropped — after its call's statement, or unused if the call never ran — it
+/// hands itself to what queued meanwhile, or frees itself.
+struct Slot(Arc<Enqueues>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Some(batch) = self.0.next_batch() {
+            napi::bindgen_prelude::spawn(self.0.clone().serve(batch));
+        }
+    }
+}
+
 /// One queued call and where its answer goes.
 struct Call {
     request: Request,
@@ -91,43 +111,41 @@ impl Enqueues {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// One `enqueue` call.
-    pub async fn enqueue(
-        self: Arc<Self>,
-        run_id: String,
-        run_at: i64,
-        priority: Option<i64>,
-    ) -> Result<()> {
-        let queued = {
-            let mut st = self.state();
-            if st.busy < self.slots {
-                st.busy += 1;
-                None
-            } else {
-                let (answer, answered) = oneshot::channel();
-                let request = Request {
-                    run_id: run_id.clone(),
-                    run_at,
-                    priority,
-                };
-                st.waiting.push_back(Call { request, answer });
-                Some(answered)
+    /// A call's place in line, taken on the JS thread as the call is made, so that calls queue in
+    /// the order the caller made them: a free slot (the call goes alone), or a wait for a batch.
+    pub fn arrive(self: &Arc<Self>, run_id: String, run_at: i64, priority: Option<i64>) -> Turn {
+        let request = Request {
+            run_id,
+            run_at,
+            priority,
+        };
+        let mut st = self.state();
+        if st.busy < self.slots {
+            st.busy += 1;
+            return Turn(Place::Alone(request, Slot(self.clone())));
+        }
+        let (answer, answered) = oneshot::channel();
+        st.waiting.push_back(Call { request, answer });
+        Turn(Place::Queued(answered))
+    }
+
+    /// The call's answer.
+    pub async fn settle(&self, turn: Turn) -> Result<()> {
+        let (request, slot) = match turn.0 {
+            Place::Alone(request, slot) => (request, slot),
+            Place::Queued(answered) => {
+                return answered.await.unwrap_or_else(|_| {
+                    Err(Error::Contract(
+                        "internal error: a coalesced enqueue went unanswered (please report this)"
+                            .into(),
+                    ))
+                })
             }
         };
-        if let Some(answered) = queued {
-            return answered.await.unwrap_or_else(|_| {
-                Err(Error::Contract(
-                    "internal error: a coalesced enqueue went unanswered (please report this)"
-                        .into(),
-                ))
-            });
-        }
-        let result = self.alone(&run_id, run_at, priority).await;
+        let result = self.alone(&request).await;
         // This call is answered at once; what queued meanwhile is served by a task of its own,
         // which inherits the slot.
-        if let Some(batch) = self.next_batch() {
-            tokio::spawn(self.clone().serve(batch));
-        }
+        drop(slot);
         result
     }
 
@@ -162,9 +180,10 @@ impl Enqueues {
     }
 
     /// One `enqueue` on its own: the statement a call sends without coalescing.
-    async fn alone(&self, run_id: &str, run_at: i64, priority: Option<i64>) -> Result<()> {
+    async fn alone(&self, request: &Request) -> Result<()> {
         let schema = self.schema.clone();
-        let run_id: Arc<str> = run_id.into();
+        let run_id: Arc<str> = request.run_id.as_str().into();
+        let (run_at, priority) = (request.run_at, request.priority);
         exec::run(&self.pool, Mode::Autocommit, move |e| {
             let schema = schema.clone();
             let run_id = run_id.clone();
@@ -178,7 +197,7 @@ impl Enqueues {
         let (requests, answers): (Vec<Request>, Vec<_>) =
             batch.into_iter().map(|c| (c.request, c.answer)).unzip();
         if let [one] = requests.as_slice() {
-            let result = self.alone(&one.run_id, one.run_at, one.priority).await;
+            let result = self.alone(one).await;
             answers
                 .into_iter()
                 .for_each(|a| drop(a.send(result.clone())));
@@ -211,7 +230,7 @@ impl Enqueues {
             Err(_) => {
                 metrics.sent_alone(answers.len());
                 for (r, answer) in requests.iter().zip(answers) {
-                    let result = self.alone(&r.run_id, r.run_at, r.priority).await;
+                    let result = self.alone(r).await;
                     let _ = answer.send(result);
                 }
             }
