@@ -116,11 +116,6 @@ impl Hosts {
         }
     }
 
-    /// Connections each host's pool may open (`connectionLimit`).
-    pub fn limit(&self) -> usize {
-        self.limit
-    }
-
     /// Whether the pool has several hosts (and so probes and sets hosts aside).
     pub fn multi(&self) -> bool {
         self.nodes.len() > 1
