@@ -211,7 +211,7 @@ test('(d) two bursts over overlapping runs never deadlock each other', async () 
     return out;
   };
   const retries0 = sqlA.stats().deadlockRetries + sqlB.stats().deadlockRetries;
-  for (let round = 0; round < 60; round++) {
+  for (let round = 0; round < 100; round++) {
     // Every other round the job rows exist (updates), else the burst inserts them.
     if (round % 2 === 0) await q(`DELETE FROM ${tables(prefix).job}`);
     const x = shuffled(round * 2 + 1).slice(0, 250);
