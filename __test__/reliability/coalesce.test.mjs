@@ -61,11 +61,13 @@ after(async () => {
 });
 
 /**
- * The enqueue calls of (a): runs named twice and three times (the last request wins, the version
- * counts every call), explicit and absent priorities (3.0 inherits the run's own), due times in
- * the past and the future, runs with no run row, and `L`, leased, whose lease stays untouched.
+ * The enqueue calls of (a), in two bursts: runs named twice and three times (the last request
+ * wins, the version counts every call), explicit and absent priorities (3.0 inherits the run's
+ * own), due times in the past and the future, runs with no run row, `L`, leased, whose lease
+ * stays untouched, and ids the column's case- and accent-insensitive collation takes for
+ * another run's (`R03` for `r03`; `É1` and `e1`, which keep the second burst in call order).
  */
-function callsOfA() {
+function burstsOfA() {
   const calls = [];
   for (let i = 0; i < 40; i++) {
     const runId = `r${String(i % 25).padStart(2, '0')}`;
@@ -78,8 +80,16 @@ function callsOfA() {
     calls.push([runId, opts]);
     if (i % 9 === 0) calls.push(['L', opts]);
     if (i % 13 === 0) calls.push([`no-run-${i}`, opts]);
+    if (i % 10 === 5) calls.push(['R03', opts]);
   }
-  return calls;
+  const second = [
+    ['e1', { priority: 4 }],
+    ['r07', undefined],
+    ['É1', { runAt: new Date(FAR) }],
+    ['r07', { priority: 9 }],
+    ['e1', undefined],
+  ];
+  return [calls, second];
 }
 
 async function fixtureOfA(sql, prefix, contract) {
@@ -110,19 +120,22 @@ for (const contract of CONTRACTS) {
     const tag = contract === '3.0.0' ? 'a3' : 'a2';
     const oneByOne = await fixtureOfA(sql, `${tag}s_`, contract);
     const together = await fixtureOfA(sql, `${tag}t_`, contract);
-    const calls = callsOfA();
+    const bursts = burstsOfA();
+    const calls = bursts.flat();
 
     const before1 = sql.stats().coalesced;
     for (const [runId, opts] of calls) await oneByOne.queue.enqueue(runId, opts);
     assert.deepEqual(sql.stats().coalesced, before1, 'calls one after the other are never coalesced');
 
-    await Promise.all(calls.map(([runId, opts]) => together.queue.enqueue(runId, opts)));
-    const after = sql.stats().coalesced;
-    assert.ok(after.batches - before1.batches >= 1, `coalesced: ${JSON.stringify(after)}`);
-    assert.equal(after.resent, before1.resent);
+    for (const burst of bursts) {
+      const batches = sql.stats().coalesced.batches;
+      await Promise.all(burst.map(([runId, opts]) => together.queue.enqueue(runId, opts)));
+      assert.ok(sql.stats().coalesced.batches > batches, 'the burst was coalesced');
+    }
+    assert.equal(sql.stats().coalesced.resent, before1.resent);
 
     const expected = await jobs(`${tag}s_`);
-    assert.equal(expected.length, 25 + 1 + 4);
+    assert.equal(expected.length, 25 + 1 + 4 + 1);
     assert.deepEqual(await jobs(`${tag}t_`), expected);
     const leased = expected.find((r) => r.run_id === 'L');
     assert.equal(leased.lease_token, 'tok:L', 'an active lease is never touched');
