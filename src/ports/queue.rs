@@ -67,7 +67,11 @@ pub async fn enqueue_together<E: Exec>(
 fn lock_order(requests: &mut [statements::Enqueue<'_>]) {
     let plain = |id: &str| id.bytes().all(|b| (0x21..=0x7e).contains(&b));
     if requests.iter().all(|r| plain(r.run_id)) {
-        let folded = |id: &str| id.bytes().map(|b| b.to_ascii_lowercase()).collect::<Vec<u8>>();
+        let folded = |id: &str| {
+            id.bytes()
+                .map(|b| b.to_ascii_lowercase())
+                .collect::<Vec<u8>>()
+        };
         requests.sort_by_cached_key(|r| folded(r.run_id));
     }
 }
