@@ -36,13 +36,16 @@ const jobs = (prefix) =>
   q(`SELECT run_id, run_at, priority, version, lease_token, lease_expires FROM ${tables(prefix).job} ORDER BY run_id`);
 
 /**
- * Holds the job row of `runId` (inserted, uncommitted) on a connection of its own: an enqueue of
- * it waits for `release()`, so with one slot every call made after it queues behind it.
+ * Locks the job row of `runId` (inserting it first when absent) on a connection of its own: an
+ * enqueue of it waits for `release()`, so every call the backend gets meanwhile queues behind it
+ * (however slowly the caller makes them).
  */
 async function hold(prefix, runId) {
+  const job = tables(prefix).job;
+  await q(`INSERT IGNORE INTO ${job} (run_id, run_at, priority, version) VALUES (?, 0, 0, 1)`, [runId]);
   const c = await mysql.createConnection({ uri: db.url });
   await c.query('BEGIN');
-  await c.query(`INSERT INTO ${tables(prefix).job} (run_id, run_at, priority, version) VALUES (?, 0, 0, 1)`, [runId]);
+  await c.query(`SELECT * FROM ${job} WHERE run_id = ? FOR UPDATE`, [runId]);
   return async () => {
     await c.query('COMMIT');
     await c.end();
@@ -68,7 +71,8 @@ after(async () => {
  * another run's (`R03` for `r03`; `É1` and `e1`, which keep the second burst in call order).
  */
 function burstsOfA() {
-  const calls = [];
+  // Each burst starts with `L` (which the test holds locked, so that the rest queue).
+  const calls = [['L', undefined]];
   for (let i = 0; i < 40; i++) {
     const runId = `r${String(i % 25).padStart(2, '0')}`;
     const opts = [
@@ -83,6 +87,7 @@ function burstsOfA() {
     if (i % 10 === 5) calls.push(['R03', opts]);
   }
   const second = [
+    ['L', { priority: 2 }],
     ['e1', { priority: 4 }],
     ['r07', undefined],
     ['É1', { runAt: new Date(FAR) }],
@@ -129,8 +134,12 @@ for (const contract of CONTRACTS) {
 
     for (const burst of bursts) {
       const batches = sql.stats().coalesced.batches;
-      await Promise.all(burst.map(([runId, opts]) => together.queue.enqueue(runId, opts)));
-      assert.ok(sql.stats().coalesced.batches > batches, 'the burst was coalesced');
+      // Its first call waits for a lock, so the others queue behind it whatever the timing.
+      const release = await hold(`${tag}t_`, 'L');
+      const all = Promise.all(burst.map(([runId, opts]) => together.queue.enqueue(runId, opts)));
+      await release();
+      await all;
+      assert.equal(sql.stats().coalesced.batches, batches + 1, 'the burst was coalesced');
     }
     assert.equal(sql.stats().coalesced.resent, before1.resent);
 
