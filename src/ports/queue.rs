@@ -362,7 +362,41 @@ pub async fn depth<E: Exec>(
 
 #[cfg(test)]
 mod tests {
-    use super::lease_token;
+    use super::{lease_token, lock_order};
+    use crate::ports::statements::Enqueue;
+
+    fn ids(requests: &[Enqueue]) -> Vec<(String, i64)> {
+        requests
+            .iter()
+            .map(|r| (r.run_id.to_string(), r.run_at))
+            .collect()
+    }
+
+    fn requests<'a>(of: &[(&'a str, i64)]) -> Vec<Enqueue<'a>> {
+        of.iter()
+            .map(|&(run_id, run_at)| Enqueue {
+                run_id,
+                run_at,
+                priority: None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn plain_ids_sort_case_folded_and_keep_call_order_within_a_row() {
+        let mut r = requests(&[("b", 1), ("A", 2), ("a", 3), ("B", 4), ("a", 5), ("c", 6)]);
+        lock_order(&mut r);
+        let want = [("A", 2), ("a", 3), ("a", 5), ("b", 1), ("B", 4), ("c", 6)];
+        assert_eq!(ids(&r), ids(&requests(&want)));
+    }
+
+    #[test]
+    fn other_ids_keep_call_order() {
+        let calls = [("e1", 1), ("b", 2), ("É1", 3), ("a ", 4), ("a", 5)];
+        let mut r = requests(&calls);
+        lock_order(&mut r);
+        assert_eq!(ids(&r), ids(&requests(&calls)));
+    }
 
     #[test]
     fn lease_tokens_fit_the_column() {
