@@ -94,6 +94,13 @@ export interface PoolStats {
    * `max_prepared_stmt_count` was used up (error 1461, possibly by another client).
    */
   preparedFallbacks: number;
+  /**
+   * `enqueue` calls that arrived while their backend had an `enqueue` statement in flight, and
+   * so went together as multi-row upserts: the
+   * statements (`batches`), the calls they carried (`calls`), and of those the calls sent again
+   * one by one because the server refused their batch (`resent`). See docs/coalescing.md.
+   */
+  coalesced: { batches: number; calls: number; resent: number };
   /** The pool's connections right now, and calls waiting for one. */
   pool: { open: number; idle: number; inUse: number; waiters: number };
   /**

@@ -41,6 +41,16 @@ function families(stats) {
       samples: [[{}, stats.deadlockRetries]],
     },
     {
+      name: 'coalesced_total',
+      type: 'counter',
+      help: 'enqueue calls sent together: the multi-row statements, the calls they carried, the calls re-sent one by one.',
+      samples: [
+        [{ of: 'statements' }, stats.coalesced.batches],
+        [{ of: 'calls' }, stats.coalesced.calls],
+        [{ of: 'resent' }, stats.coalesced.resent],
+      ],
+    },
+    {
       name: 'connections',
       type: 'gauge',
       help: 'Pool connections by state.',

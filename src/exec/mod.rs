@@ -28,6 +28,9 @@ pub struct Stmt {
     /// Column names in select-list order when the statement returns rows (used by the wrapped
     /// executor to pick values out of row objects); empty for writes.
     pub cols: Cow<'static, [&'static str]>,
+    /// Sent as text even alone: a statement whose shape varies from call to call (a coalesced
+    /// multi-row upsert of any number of rows) would only fill the prepared-statement cache.
+    pub text_only: bool,
 }
 
 impl Stmt {
@@ -37,6 +40,7 @@ impl Stmt {
             text: text.into(),
             params,
             cols: Cow::Borrowed(&[]),
+            text_only: false,
         }
     }
     /// A read returning `cols`.
@@ -49,7 +53,14 @@ impl Stmt {
             text: text.into(),
             params,
             cols: cols.into(),
+            text_only: false,
         }
+    }
+
+    /// The same statement, never prepared (see `text_only`).
+    pub fn never_prepared(mut self) -> Self {
+        self.text_only = true;
+        self
     }
 }
 
@@ -653,7 +664,7 @@ fn is_out_of_statements(e: &mysql_async::Error) -> bool {
 /// Whether a batch is one statement, which `NativeExec::execute` sends prepared; batches of
 /// several statements stay one multi-statement text round trip.
 fn one_statement(stmts: &[Stmt]) -> bool {
-    stmts.len() == 1
+    stmts.len() == 1 && !stmts[0].text_only
 }
 
 impl Exec for NativeExec<'_> {

@@ -11,6 +11,7 @@ use crate::exec::wrapped::{self, IdFn, JsIds, RunFn};
 use crate::exec::{self, Mode, PoolHandle};
 use crate::model::codec::StartResult;
 use crate::model::schema::{Contract, Schema};
+use crate::node::coalesce::Enqueues;
 use crate::node::promise;
 use crate::node::sql::{NativeSql, NativeTx, TxInner};
 use crate::observe::metrics;
@@ -40,6 +41,8 @@ pub struct NativeBackend {
     /// What the last `claim` / `dueBatch` found, to start the next one with a cheap probe when
     /// it found nothing (an idle worker polls).
     idle: Arc<Idle>,
+    /// `enqueue` calls made together, sent together (native pool only: `node/coalesce.rs`).
+    enqueues: Option<Arc<Enqueues>>,
 }
 
 /// Whether the last claim / dueBatch came back empty.
@@ -129,12 +132,15 @@ impl NativeBackend {
         prefix: String,
         contract: String,
     ) -> napi::Result<Self> {
+        let schema = schema_of(env, &prefix, &contract)?;
+        let enqueues = Enqueues::new(sql.handle.clone(), schema.clone());
         Ok(NativeBackend {
-            schema: schema_of(env, &prefix, &contract)?,
+            schema,
             pool: Some(sql.handle.clone()),
             tx: None,
             joined: false,
             idle: Arc::default(),
+            enqueues: Some(Arc::new(enqueues)),
         })
     }
 
@@ -152,6 +158,7 @@ impl NativeBackend {
             tx: Some(tx.inner.clone()),
             joined: true,
             idle: Arc::default(),
+            enqueues: None,
         })
     }
 
@@ -170,6 +177,7 @@ impl NativeBackend {
             tx: None,
             joined,
             idle: Arc::default(),
+            enqueues: None,
         })
     }
 
@@ -569,6 +577,19 @@ impl NativeBackend {
         priority: Option<i64>,
         via: Option<RunFn>,
     ) -> Answer<'env, ()> {
+        if let (Some(enqueues), None) = (&self.enqueues, &via) {
+            const METHOD: usize = metrics::index("enqueue");
+            let enqueues = enqueues.clone();
+            let started = Instant::now();
+            let turn = enqueues.arrive(run_id, run_at, priority);
+            return promise::promise(env, async move {
+                let pool = enqueues.pool().clone();
+                let result = enqueues.settle(turn).await;
+                pool.metrics
+                    .record(METHOD, started.elapsed(), result.as_ref().err());
+                result
+            });
+        }
         unit!(
             self,
             env,

@@ -3,6 +3,7 @@
 //! how every call settles its promise (`promise`). May call every layer below.
 
 pub(crate) mod backend;
+pub(crate) mod coalesce;
 // Public, as napi exports are: their registration alone does not count as a use.
 pub mod functions;
 pub(crate) mod params;

@@ -77,6 +77,8 @@ pub struct PoolStats {
     /// Single statements sent as text instead of prepared because the server's
     /// `max_prepared_stmt_count` was used up (ER 1461).
     pub prepared_fallbacks: f64,
+    /// `enqueue` calls sent together (issue #23, `node/coalesce.rs`).
+    pub coalesced: CoalescedStats,
     /// Connections: open, idle in the pool, in use, and calls waiting for one.
     pub pool: ConnectionStats,
     /// Each host of the pool, in list order, with its state.
@@ -84,6 +86,17 @@ pub struct PoolStats {
     /// Per port method called at least once: `{ calls, errors: { argument, server, connection,
     /// contract }, p50Ms, p90Ms, p99Ms }`.
     pub methods: serde_json::Value,
+}
+
+/// `enqueue` calls that arrived together and went as multi-row statements.
+#[napi(object)]
+pub struct CoalescedStats {
+    /// Multi-row statements sent for calls that arrived while others were in flight.
+    pub batches: f64,
+    /// The calls those statements carried.
+    pub calls: f64,
+    /// Of those, calls sent again one by one because the server refused their batch.
+    pub resent: f64,
 }
 
 /// One host of the pool right now: `healthy`, or `aside` (set aside after `reason`, tried
@@ -440,6 +453,11 @@ impl NativeSql {
             deadlock_retries: h.retries.load(Ordering::Relaxed) as f64,
             statements: h.metrics.statements.load(Ordering::Relaxed) as f64,
             prepared_fallbacks: h.prepared_fallbacks.load(Ordering::Relaxed) as f64,
+            coalesced: CoalescedStats {
+                batches: h.metrics.coalesced_batches.load(Ordering::Relaxed) as f64,
+                calls: h.metrics.coalesced_calls.load(Ordering::Relaxed) as f64,
+                resent: h.metrics.resent_alone.load(Ordering::Relaxed) as f64,
+            },
             pool: ConnectionStats {
                 open: gauge(|m| &m.connection_count),
                 idle: gauge(|m| &m.connections_in_pool),

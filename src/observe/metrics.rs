@@ -117,6 +117,11 @@ pub struct Metrics {
     methods: Vec<Method>,
     /// Statements sent by the backend's executors.
     pub statements: AtomicU64,
+    /// Multi-row statements carrying coalesced `enqueue` calls, and the calls they carried.
+    pub coalesced_batches: AtomicU64,
+    pub coalesced_calls: AtomicU64,
+    /// Coalesced calls sent again one by one after the server refused their batch.
+    pub resent_alone: AtomicU64,
 }
 
 impl Default for Metrics {
@@ -124,6 +129,9 @@ impl Default for Metrics {
         Metrics {
             methods: METHODS.iter().map(|_| Method::default()).collect(),
             statements: AtomicU64::new(0),
+            coalesced_batches: AtomicU64::new(0),
+            coalesced_calls: AtomicU64::new(0),
+            resent_alone: AtomicU64::new(0),
         }
     }
 }
@@ -138,6 +146,19 @@ fn kind_slot(k: Kind) -> usize {
 }
 
 impl Metrics {
+    /// A batch of `calls` coalesced `enqueue` calls was sent as one statement.
+    pub fn coalesced(&self, calls: usize) {
+        self.coalesced_batches.fetch_add(1, Ordering::Relaxed);
+        self.coalesced_calls
+            .fetch_add(calls as u64, Ordering::Relaxed);
+    }
+
+    /// A batch of `calls` was refused by the server and its calls are sent one by one.
+    pub fn sent_alone(&self, calls: usize) {
+        self.coalesced(calls);
+        self.resent_alone.fetch_add(calls as u64, Ordering::Relaxed);
+    }
+
     /// Records one finished call of method `index` that took `took`.
     pub fn record(&self, index: usize, took: Duration, error: Option<&Error>) {
         let Some(m) = self.methods.get(index) else {

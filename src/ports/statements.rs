@@ -85,9 +85,10 @@ const ENQUEUE_CONFLICT: &str =
     "ON DUPLICATE KEY UPDATE run_at = VALUES(run_at), priority = VALUES(priority), version = version + 1";
 
 /// How many rows one multi-row queue upsert carries at most.
-const ENQUEUE_ROWS: usize = 1000;
+pub const ENQUEUE_ROWS: usize = 1000;
 
 /// One queue upsert request: run, due time, priority (`None` = the default of the contract).
+#[derive(Clone, Copy)]
 pub struct Enqueue<'a> {
     pub run_id: &'a str,
     pub run_at: i64,
@@ -128,7 +129,9 @@ fn priority_of(t: &Schema, e: &Enqueue) -> (String, Vec<Value>) {
 
 /// The queue upserts for `requests` (an active lease is never touched; a re-enqueue bumps
 /// `version`): one multi-row statement per `ENQUEUE_ROWS` requests, each applied only when the
-/// won flag holds if `guarded`. Callers pass distinct runs (`distinct`).
+/// won flag holds if `guarded`. A run named twice is upserted twice, in row order (its version
+/// bumped twice), as two calls one after the other would: callers wanting one upsert per run
+/// pass `distinct` requests.
 pub fn enqueue_many(t: &Schema, requests: &[Enqueue], guarded: bool) -> Vec<Stmt> {
     requests
         .chunks(ENQUEUE_ROWS)
