@@ -1,7 +1,7 @@
 // docs/contract.md §12.1 (Store, 30 checks) plus the §3 / §9 details of the store port.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EXECUTORS, setup, at, T, UUID_V4, RUN_ROW_KEYS, STEP_KEYS, RUN_STATUSES } from './fixture.mjs';
+import { EXECUTORS, setup, at, T, UUID_V4, RUN_ROW_KEYS, STEP_KEYS, RUN_STATUSES, wrapSql } from './fixture.mjs';
 
 /** The group's tests, over the backend `ctx` holds (one executor). */
 function suite(ctx) {
@@ -613,6 +613,47 @@ function suite(ctx) {
 
   test('§3.2 startManyRuns([]) => []', async () => {
     assert.deepEqual(await ctx.store.startManyRuns([]), []);
+  });
+
+  test('§3.2 startManyRuns: key-less runs go as one multi-row INSERT, rows as startRun one by one', async () => {
+    const specs = [];
+    for (let n = 0; n < 30; n++) {
+      const key = n % 10 === 3 ? `key-${n}` : n % 10 === 7 ? '' : undefined;
+      specs.push(
+        spec({
+          name: `f${n % 4}`,
+          version: 1 + (n % 2),
+          input: n % 5 === 0 ? null : { n, s: 'é\\"' },
+          idempotencyKey: key,
+          tags: n % 3 === 0 ? ['a', `t${n}`] : undefined,
+          createdAt: at(n),
+        }),
+      );
+    }
+    specs.push(spec({ name: 'f3', version: 2, idempotencyKey: 'key-3', input: 'second' })); // an existing key in the same batch
+    const log = [];
+    const logged = ctx.makeBackend(
+      undefined,
+      wrapSql(ctx.executor === 'wrapped' ? wrapSql(ctx.sql) : ctx.sql, { log }),
+    );
+    const many = await logged.store.startManyRuns(specs);
+    const inserts = log.filter((l) => /^\s*INSERT INTO/i.test(l.text));
+    if (ctx.executor === 'wrapped') {
+      // 30 runs: 3 keyed (INSERT IGNORE each), 27 key-less in 4 runs of neighbours between them
+      assert.equal(inserts.length, 4, inserts.map((l) => l.text.slice(0, 80)).join('\n'));
+    }
+    assert.equal(many.length, specs.length);
+    assert.deepEqual(many[specs.length - 1], { runId: many[3].runId, created: false, status: 'pending' });
+    assert.ok(many.slice(0, 30).every((r) => r.created && r.status === 'pending'));
+    const cols =
+      'name, version, status, input, idempotency_key, tags, parent_run_id, parent_cursor_key, depth, attempts, created_at';
+    const read = (ids) =>
+      Promise.all(ids.map(async (id) => (await ctx.rows(`SELECT ${cols} FROM ${ctx.t.run} WHERE id = ?`, [id]))[0]));
+    const batched = await read(many.slice(0, 30).map((r) => r.runId));
+    for (const name of Object.values(ctx.t)) await ctx.sql.query(`TRUNCATE TABLE ${name}`);
+    const single = [];
+    for (const sp of specs.slice(0, 30)) single.push((await ctx.store.startRun(sp)).runId);
+    assert.deepEqual(batched, await read(single));
   });
 
   test('§3.2 startManyRuns is all-or-none', async (t) => {

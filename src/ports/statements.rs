@@ -81,6 +81,24 @@ pub fn insert_run(t: &Schema, ignore: bool, run_id: &str, spec: &SpecArg) -> Stm
     )
 }
 
+/// One multi-row `INSERT INTO run … VALUES (…), (…)` of new pending runs without an
+/// idempotency key (`startManyRuns`): a plain INSERT inserts every row or fails as a whole, as
+/// the same rows one statement each would inside the caller's transaction. Sent as text, so
+/// that each row count does not leave a prepared statement behind.
+pub fn insert_runs(t: &Schema, runs: &[(&str, &SpecArg)]) -> Stmt {
+    let row = format!("({})", run_holes(t));
+    let rows = vec![row.as_str(); runs.len()].join(", ");
+    let params = runs
+        .iter()
+        .flat_map(|(id, spec)| run_params(t, id, spec))
+        .collect();
+    Stmt::exec(
+        format!("INSERT INTO {} {} VALUES {rows}", t.run, run_cols(t)),
+        params,
+    )
+    .never_prepared()
+}
+
 const ENQUEUE_CONFLICT: &str =
     "ON DUPLICATE KEY UPDATE run_at = VALUES(run_at), priority = VALUES(priority), version = version + 1";
 

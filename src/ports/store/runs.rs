@@ -86,7 +86,9 @@ pub async fn start_run<E: Exec>(
 }
 
 /// `startManyRuns`: all specs in order, in chunks of bounded size (the caller makes it one
-/// transaction).
+/// transaction). Runs without an idempotency key that stand next to each other go as one
+/// multi-row INSERT (`statements::insert_runs`): bulk submission costs one statement per
+/// chunk instead of one per run; a keyed spec keeps its own INSERT IGNORE and lookup.
 pub async fn start_many_runs<E: Exec>(
     e: &mut E,
     t: &Schema,
@@ -95,23 +97,76 @@ pub async fn start_many_runs<E: Exec>(
 ) -> Result<Vec<StartResult>> {
     const CHUNK: usize = 400;
     let mut results = Vec::with_capacity(specs.len());
-    let pairs: Vec<(&String, &SpecArg)> = run_ids.iter().zip(specs).collect();
+    let pairs: Vec<(&str, SpecArg)> = run_ids
+        .iter()
+        .zip(specs)
+        .map(|(id, spec)| (id.as_str(), unkeyed(spec)))
+        .collect();
     for chunk in pairs.chunks(CHUNK) {
         let mut stmts = Vec::new();
-        let mut spans = Vec::new();
+        // Per statement group: `Some(n)` = a multi-row insert of n plain runs, `None` = one
+        // keyed spec's own statements (their count in `spans`).
+        let mut groups: Vec<(usize, Option<usize>)> = Vec::new();
+        let mut plain: Vec<(&str, &SpecArg)> = Vec::new();
+        let flush = |plain: &mut Vec<(&str, &SpecArg)>,
+                     stmts: &mut Vec<Stmt>,
+                     groups: &mut Vec<(usize, Option<usize>)>| {
+            if !plain.is_empty() {
+                stmts.push(statements::insert_runs(t, plain));
+                groups.push((1, Some(plain.len())));
+                plain.clear();
+            }
+        };
         for (id, spec) in chunk {
+            if spec.idempotency_key.is_none() {
+                plain.push((id, spec));
+                continue;
+            }
+            flush(&mut plain, &mut stmts, &mut groups);
             let st = start_stmts(t, id, spec, e.one_session());
-            spans.push(st.len());
+            groups.push((st.len(), None));
             stmts.extend(st);
         }
+        flush(&mut plain, &mut stmts, &mut groups);
         let outcomes = e.batch(stmts).await?;
         let mut at = 0;
-        for ((id, _), n) in chunk.iter().zip(spans) {
-            results.push(start_result(t, id, &outcomes[at..at + n])?);
+        let mut specs_at = chunk.iter();
+        for (n, rows) in groups {
+            match rows {
+                Some(count) => {
+                    if outcomes.get(at).map(|o| o.affected) != Some(count as u64) {
+                        return Err(Error::Contract(format!(
+                            "startManyRuns: a multi-row insert of {count} runs reported {} rows",
+                            outcomes.get(at).map_or(0, |o| o.affected)
+                        )));
+                    }
+                    for (id, _) in specs_at.by_ref().take(count) {
+                        results.push(StartResult {
+                            run_id: id.to_string(),
+                            created: true,
+                            status: "pending".into(),
+                        });
+                    }
+                }
+                None => {
+                    if let Some((id, _)) = specs_at.next() {
+                        results.push(start_result(t, id, &outcomes[at..at + n])?);
+                    }
+                }
+            }
             at += n;
         }
     }
     Ok(results)
+}
+
+/// A spec whose empty idempotency key counts as none (a plain insert, as `start_stmts` does).
+fn unkeyed(spec: &SpecArg) -> SpecArg {
+    let mut spec = spec.clone();
+    if spec.idempotency_key.as_deref().is_some_and(str::is_empty) {
+        spec.idempotency_key = None;
+    }
+    spec
 }
 
 /// `loadRunRow`: one run row, `None` when missing.
