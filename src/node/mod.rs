@@ -4,6 +4,7 @@
 
 pub(crate) mod backend;
 pub(crate) mod coalesce;
+pub(crate) mod eager;
 // Public, as napi exports are: their registration alone does not count as a use.
 pub mod functions;
 pub(crate) mod params;

@@ -10,6 +10,7 @@
 //! while a call is pending (it is ref'd then, unref'd when the last one settles).
 
 use crate::error::{Error, Result};
+use crate::node::eager;
 use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
 use napi::{sys, Env};
 use std::cell::{Cell, RefCell};
@@ -35,11 +36,11 @@ where
     let mut promise = ptr::null_mut();
     // SAFETY: `raw` is the live environment of the JS thread this entry point runs on.
     check(unsafe { sys::napi_create_promise(raw, &mut deferred, &mut promise) })?;
-    settler.started(raw)?;
+    let in_flight = settler.started(raw)?;
     let deferred = Deferred(deferred);
     // A trace JS armed for this call (only while a tracing channel has a subscriber).
     let fut = crate::observe::trace::traced(crate::observe::trace::take_armed(), fut);
-    napi::bindgen_prelude::spawn(async move {
+    eager::start(in_flight, async move {
         let outcome = CatchUnwind(Box::pin(fut)).await.unwrap_or_else(|_| {
             Err(Error::Contract(
                 "internal error: the native call panicked (please report this)".into(),
@@ -184,8 +185,9 @@ impl Settler {
         Ok(settler)
     }
 
-    /// Counts a new pending call (JS thread); the first one keeps the event loop alive.
-    fn started(&self, env: sys::napi_env) -> napi::Result<()> {
+    /// Counts a new pending call (JS thread); the first one keeps the event loop alive. Answers
+    /// how many others were in flight.
+    fn started(&self, env: sys::napi_env) -> napi::Result<usize> {
         let n = PENDING.with(|p| {
             p.set(p.get() + 1);
             p.get()
@@ -194,7 +196,7 @@ impl Settler {
             // SAFETY: JS thread, live environment.
             check(unsafe { sys::napi_ref_threadsafe_function(env, self.tsfn.0) })?;
         }
-        Ok(())
+        Ok(n - 1)
     }
 
     /// Shareds a settlement (worker thread) and wakes the JS thread unless a wake is pending.
