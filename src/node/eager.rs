@@ -30,21 +30,28 @@ fn limit() -> usize {
     })
 }
 
-/// Runs `fut`: its first poll here when fewer than `limit()` other calls are `in_flight`, the
-/// rest on the runtime.
-pub fn start(in_flight: usize, fut: impl Future<Output = ()> + Send + 'static) {
-    if in_flight >= limit() {
+/// Whether a call made while `in_flight` others are is polled here first.
+pub fn here(in_flight: usize) -> bool {
+    in_flight < limit()
+}
+
+/// Runs `fut`: its first poll here when `here` (see `here()`), otherwise all on the runtime.
+pub fn start(here: bool, fut: impl Future<Output = ()> + Send + 'static) {
+    if !here {
         napi::bindgen_prelude::spawn(fut);
         return;
     }
-    napi::bindgen_prelude::within_runtime_if_available(|| first_poll_here(Box::pin(fut)))
+    // The handle is taken under napi's lock on its runtime, which is not held while polling.
+    let handle = napi::bindgen_prelude::within_runtime_if_available(Handle::current);
+    let _entered = handle.enter();
+    first_poll_here(handle.clone(), Box::pin(fut));
 }
 
 /// Polls `task` once (inside the runtime's context); if it is not done, parks it where the
 /// poll's waker finds it.
-fn first_poll_here(mut task: Task) {
+fn first_poll_here(handle: Handle, mut task: Task) {
     let slot = Arc::new(Slot {
-        handle: Handle::current(),
+        handle,
         state: Mutex::new(State::Polling),
     });
     let waker = Waker::from(slot.clone());

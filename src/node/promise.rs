@@ -40,12 +40,20 @@ where
     let deferred = Deferred(deferred);
     // A trace JS armed for this call (only while a tracing channel has a subscriber).
     let fut = crate::observe::trace::traced(crate::observe::trace::take_armed(), fut);
-    eager::start(in_flight, async move {
+    let here = eager::here(in_flight);
+    eager::start(here, async move {
         let outcome = CatchUnwind(Box::pin(fut)).await.unwrap_or_else(|_| {
             Err(Error::Contract(
                 "internal error: the native call panicked (please report this)".into(),
             ))
         });
+        if here {
+            // The caller's next call likely follows as soon as this one settles, and starts here
+            // too: let what this call woke run first — mysql_async's recycler putting its
+            // connection back — so that the next checkout finds it idle instead of waiting for
+            // it (or opening another), which would move its write back to the worker.
+            tokio::task::yield_now().await;
+        }
         settler.finished(Box::new(move |env| {
             // SAFETY: called on the JS thread that made the promise, with its live environment.
             unsafe { settle(env, deferred, outcome) }
