@@ -42,11 +42,13 @@ async function inTxBody(b, tx, ctx) {
     priority: 2,
   });
   await b.queue.enqueueMany([{ runId: started.runId }, { runId: `x${ctx.k}`, opts: { priority: 1 } }]);
-  // A unit failing half-way (its second insert clashes with its first): fn goes on without it.
+  // A unit failing half-way (its third insert clashes with its first; the keyed spec between
+  // them keeps the two key-less runs from sharing one multi-row INSERT): fn goes on without it.
   const failed = await b.store
     .startManyRuns([
       { name: 'clash', version: 1, input: 1 },
-      { name: 'clash', version: 1, input: 2 },
+      { name: 'clash', version: 1, input: 2, idempotencyKey: `clash-${ctx.k}` },
+      { name: 'clash', version: 1, input: 3 },
     ])
     .then(
       () => 'resolved',
@@ -58,9 +60,9 @@ async function inTxBody(b, tx, ctx) {
   return started.runId;
 }
 
-/** Run ids for the inTx body: the startRun's, then the clashing pair (the same id twice). */
+/** Run ids for the inTx body: the startRun's, then the failing unit's (the same id twice, a keyed run between). */
 function inTxIds(ctx) {
-  const ids = [`i${ctx.k}-run`, `i${ctx.k}-clash`, `i${ctx.k}-clash`];
+  const ids = [`i${ctx.k}-run`, `i${ctx.k}-clash`, `i${ctx.k}-keyed`, `i${ctx.k}-clash`];
   let next = 0;
   return () => ids[next++] ?? `i${ctx.k}-extra${next}`;
 }
@@ -89,8 +91,8 @@ const inTxShared = {
         '(SELECT priority FROM `job` WHERE run_id = ?) AS jobPriority, ' +
         '(SELECT priority FROM `job` WHERE run_id = ?) AS otherJob, ' +
         '(SELECT fire_at FROM `timer` WHERE run_id = ?) AS timer, ' +
-        '(SELECT COUNT(*) FROM `run` WHERE id = ?) AS clash',
-      [ctx.k, 'a', ctx.k, 'b', id, id, `x${ctx.k}`, id, `i${ctx.k}-clash`],
+        '(SELECT COUNT(*) FROM `run` WHERE id IN (?, ?)) AS clash',
+      [ctx.k, 'a', ctx.k, 'b', id, id, `x${ctx.k}`, id, `i${ctx.k}-clash`, `i${ctx.k}-keyed`],
     );
     const was = (v, want) => (v === null ? false : n(v) === want ? true : `is ${v}, not ${want}`);
     return {
