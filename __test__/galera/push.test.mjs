@@ -18,7 +18,7 @@ import assert from 'node:assert/strict';
 import mysql from 'mysql2/promise';
 import m from '../../index.js';
 import { useGaleraCluster } from '../helpers/galera.mjs';
-import { forkChild, pushDatabase, sleep } from '../push/helpers.mjs';
+import { WAYS, forkChild, pushDatabase, sleep } from '../push/helpers.mjs';
 
 const { mysqlClassify, mysqlPool } = m;
 
@@ -52,18 +52,6 @@ async function acrossNodes(label, childEnv, body) {
     await env.close();
   }
 }
-
-const WAYS = {
-  'queue.enqueue': async ({ backend, run }) => backend.queue.enqueue(await run()),
-  'a spawn in a checkpoint outbox': async ({ backend, run }) => {
-    const parent = await run();
-    await backend.store.checkpointStep(
-      { runId: parent, cursorKey: 's0', status: 'ok', result: 'c', attempts: 1, shape: 'invoke:push@1' },
-      { spawn: [{ runId: `${parent}-c`, spec: { name: 'push', version: 1, input: 2, parentRunId: parent } }] },
-    );
-  },
-  'a timer falling due': async ({ backend, run }) => backend.timer.schedule(await run(), new Date(Date.now() + 300)),
-};
 
 for (const [way, make] of Object.entries(WAYS)) {
   test(

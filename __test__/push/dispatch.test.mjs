@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { closeAdmin } from '../helpers/db.mjs';
-import { forkChild, pushDatabase, sleep } from './helpers.mjs';
+import { WAYS, forkChild, pushDatabase, sleep } from './helpers.mjs';
 
 const LONG = 10_000;
 // "Well before the timeout": generous for a loaded 2-core box and a debug build.
@@ -25,18 +25,6 @@ async function withChild(label, body, childEnv = {}) {
     await env.close();
   }
 }
-
-const WAYS = {
-  'queue.enqueue': async ({ backend, run }) => backend.queue.enqueue(await run()),
-  'a spawn in a checkpoint outbox': async ({ backend, run }) => {
-    const parent = await run();
-    await backend.store.checkpointStep(
-      { runId: parent, cursorKey: 's0', status: 'ok', result: 'c', attempts: 1, shape: 'invoke:push@1' },
-      { spawn: [{ runId: `${parent}-c`, spec: { name: 'push', version: 1, input: 2, parentRunId: parent } }] },
-    );
-  },
-  'a timer falling due': async ({ backend, run }) => backend.timer.schedule(await run(), new Date(Date.now() + 300)),
-};
 
 for (const [way, make] of Object.entries(WAYS)) {
   test(`work made by ${way} in another process wakes an idle waitForWork(10 s)`, { timeout: 60_000 }, async (t) => {

@@ -89,3 +89,17 @@ export async function forkChild(url, env = {}) {
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** The ways to make claimable work that a push test's waiter must hear of: a plain enqueue, an
+ * outbox spawn (work made inside a Rust unit), and a timer falling due (no enqueue at all). */
+export const WAYS = {
+  'queue.enqueue': async ({ backend, run }) => backend.queue.enqueue(await run()),
+  'a spawn in a checkpoint outbox': async ({ backend, run }) => {
+    const parent = await run();
+    await backend.store.checkpointStep(
+      { runId: parent, cursorKey: 's0', status: 'ok', result: 'c', attempts: 1, shape: 'invoke:push@1' },
+      { spawn: [{ runId: `${parent}-c`, spec: { name: 'push', version: 1, input: 2, parentRunId: parent } }] },
+    );
+  },
+  'a timer falling due': async ({ backend, run }) => backend.timer.schedule(await run(), new Date(Date.now() + 300)),
+};
