@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 
 import { bench } from '../context.mjs';
 import { drainRuns } from '../engine-driver.mjs';
-import { bulkInsert } from '../fixtures.mjs';
+import { bulkInsert, insertRuns } from '../fixtures.mjs';
 import { DRAIN_RUNS, STEPS } from '../options.mjs';
 import { withRetry } from '../retry.mjs';
 
@@ -19,12 +19,7 @@ export function drainScenarios() {
     setup: async (impl, n) => {
       const now = Date.now();
       const ids = Array.from({ length: n }, () => randomUUID());
-      await bulkInsert(
-        bench.admin,
-        impl.t.run,
-        ['id', 'name', 'version', 'status', 'input', 'tags', 'created_at'],
-        ids.map((id, i) => [id, 'bench', 1, 'pending', JSON.stringify({ i }), '["bench"]', now]),
-      );
+      await insertRuns(bench.admin, impl.t, ids, 'bench', 'pending', now);
       await bulkInsert(
         bench.admin,
         impl.t.job,

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 
 import { createEngine } from '../../__test__/engine/mini-engine.mjs';
 import { bench } from '../context.mjs';
-import { bulkInsert } from '../fixtures.mjs';
+import { bulkInsert, insertRuns } from '../fixtures.mjs';
 import { retryingBackend } from '../flows.mjs';
 import { FLOW_BATCH, SUBMIT_CHUNK, SUBMIT_RUNS, TIMER_RUNS } from '../options.mjs';
 import { withRetry } from '../retry.mjs';
@@ -80,12 +80,7 @@ function timerScenario() {
     setup: async (impl, n) => {
       const now = Date.now();
       const ids = Array.from({ length: n }, () => randomUUID());
-      await bulkInsert(
-        bench.admin,
-        impl.t.run,
-        ['id', 'name', 'version', 'status', 'input', 'tags', 'created_at'],
-        ids.map((id, i) => [id, 'bench_sleep', 1, 'sleeping', JSON.stringify({ i }), '["bench"]', now]),
-      );
+      await insertRuns(bench.admin, impl.t, ids, 'bench_sleep', 'sleeping', now);
       // All due, a minute ago, in a fixed order.
       await bulkInsert(
         bench.admin,
