@@ -52,6 +52,19 @@ async function hold(prefix, runId) {
   };
 }
 
+/**
+ * `ids` enqueued on `b` while its one statement in flight (an enqueue of `held`) waits on a row
+ * lock, so every one of them queues behind it and goes in the batch; each call's `settle`d answer.
+ */
+async function burstBehindHeld(b, prefix, ids) {
+  const release = await hold(prefix, 'held');
+  const held = b.queue.enqueue('held');
+  const burst = Promise.all(ids.map((id) => settle(b.queue.enqueue(id))));
+  await release();
+  await held;
+  return burst;
+}
+
 before(async () => {
   db = await freshDatabase('coalesce');
   direct = await mysql.createConnection({ uri: db.url });
@@ -164,12 +177,7 @@ test('(b) one call the server refuses fails alone; its neighbours are enqueued',
   );
   const ids = Array.from({ length: 30 }, (_, i) => (i === 17 ? 'bad' : `ok${i}`));
   const before1 = sql.stats().coalesced;
-  const release = await hold(prefix, 'held');
-  const held = b.queue.enqueue('held');
-  const burst = Promise.all(ids.map((id) => settle(b.queue.enqueue(id))));
-  await release();
-  await held;
-  const got = await burst;
+  const got = await burstBehindHeld(b, prefix, ids);
   const failed = ids.filter((_, i) => !got[i].ok);
   assert.deepEqual(failed, ['bad']);
   assert.match(got[17].error.message, /refused: bad/);
@@ -270,12 +278,7 @@ for (const kind of ['reset-after-send', 'reset-on-answer']) {
       // The multi-row statement of a batch (text protocol), not a lone call's prepared one.
       const hit = proxy.arm({ match: /VALUES \('[^']*', [^)]*\), \(/, kind });
       const ids = Array.from({ length: 20 }, (_, i) => `e${i}`);
-      const release = await hold(prefix, 'held');
-      const held = b.queue.enqueue('held');
-      const burst = Promise.all(ids.map((id) => settle(b.queue.enqueue(id))));
-      await release();
-      await held;
-      const got = await burst;
+      const got = await burstBehindHeld(b, prefix, ids);
       hit.cancel();
       assert.ok(hit.hit, 'the fault landed on a batch');
       const rows = new Map((await jobs(prefix)).map((r) => [r.run_id, Number(r.version)]));
