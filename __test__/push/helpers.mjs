@@ -7,12 +7,16 @@ import { freshDatabase } from '../helpers/db.mjs';
 
 const CHILD = fileURLToPath(new URL('./fixtures/child.mjs', import.meta.url));
 
-/** A fresh database with the 2.0.0-alpha.2 schema and a plain pool + backend on it. */
-export async function pushDatabase(label, url) {
+/**
+ * A fresh database with the 2.0.0-alpha.2 schema and a pool + backend on it: a plain backend, or
+ * with `{ ring: true }` one given a listener (never started: it only rings, as a submitter's does).
+ */
+export async function pushDatabase(label, url, { ring = false } = {}) {
   const db = url ? { url, drop: async () => {} } : await freshDatabase(label);
   const sql = m.mysqlPool(db.url);
   await m.applySchema(sql);
-  const backend = m.createMysqlBackend(sql);
+  const listener = ring ? m.createMysqlListener(sql) : undefined;
+  const backend = m.createMysqlBackend(sql, listener ? { listener } : {});
   return {
     db,
     sql,
@@ -22,7 +26,9 @@ export async function pushDatabase(label, url) {
       const { runId } = await backend.store.startRun({ name, version: 1, input: 1 });
       return runId;
     },
+    listener,
     async close() {
+      await listener?.close();
       await sql.close();
       await db.drop();
     },

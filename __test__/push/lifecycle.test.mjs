@@ -218,8 +218,9 @@ test('a watch() opened while the listener backs off keeps the process alive', { 
     const runId = await env.run();
     const url = new URL(env.db.url);
     url.host = `127.0.0.1:${proxy.port}`;
-    // The child's first probe fails: it then pauses 2 × 500 ms, unref'd, and opens its watch.
-    const hit = proxy.arm({ match: /\(SELECT 'work'/, kind: 'reset-on-answer' });
+    // The child's first statement (its look at the server) fails: it then pauses 2 × 500 ms,
+    // unref'd, and opens its watch.
+    const hit = proxy.arm({ match: /SELECT VERSION\(\) AS v/, kind: 'reset-on-answer' });
     const child = spawn(process.execPath, [fileURLToPath(new URL('./fixtures/backoff-watch.mjs', import.meta.url))], {
       env: { ...process.env, PUSH_URL: url.toString(), PUSH_RUN: runId, PUSH_INTERVAL_MS: '500' },
       stdio: ['ignore', 'pipe', 'inherit'],

@@ -12,14 +12,28 @@ const enc = require('../encode');
 const { tables } = require('../schema');
 const { createWakeup } = require('../wakeup');
 const { createLatch } = require('./latch');
-const { probeStatement, probeResult, isTerminal } = require('./probe');
+const { probeStatement, parkStatement, probeResult, isTerminal } = require('./probe');
+const { createBell } = require('./bell');
 const { eventTable, eventOf, TERMINAL_EVENTS } = require('../timeline/rows');
 
 /** The backend's private way to say "I just enqueued" (not part of the listener's surface). */
 const NUDGE = Symbol('iterativeflow.listener.nudge');
+/** The backend's private way to say "a run of mine just ended": rings the other processes. */
+const RING = Symbol('iterativeflow.listener.ring');
+/** A test's way to hold the watcher between two parks (the doorbell's weakest instant). */
+const BETWEEN_PARKS = Symbol.for('iterativeflow.listener.betweenParks');
 
-/** Default probe interval: see docs/push.md for the sweep behind it. */
+/** Default probe interval without the doorbell (or on Galera): see docs/push.md for the sweep. */
 const DEFAULT_INTERVAL_MS = 50;
+/**
+ * Default longest park with the doorbell on one server: rings end a park at once, so this bounds
+ * only what no ring announces (work made by a process without a listener, a lease running out).
+ */
+const BELL_INTERVAL_MS = 500;
+/** Fewest ms between two parks that found something at once (a waiter that does not take the work). */
+const GO_PACE_MS = 10;
+/** The statement was interrupted: a ring (KILL QUERY ID) ended the park. */
+const ER_QUERY_INTERRUPTED = 1317;
 /** Longest pause between probes while the server is away. */
 const MAX_BACKOFF_MS = 5000;
 /** Longest close() waits for a probe in flight (then gives up on it: the answer is ignored). */
@@ -39,8 +53,11 @@ function optionsOf(opts) {
   const prefix = c.absent(opts.prefix) ? '' : opts.prefix;
   if (typeof prefix !== 'string') throw c.typeError('createMysqlListener: opts.prefix must be a string');
   const intervalMs = c.absent(opts.intervalMs)
-    ? DEFAULT_INTERVAL_MS
+    ? undefined
     : c.int(opts.intervalMs, 'createMysqlListener: opts.intervalMs', 1, 60_000);
+  if (!c.absent(opts.doorbell) && typeof opts.doorbell !== 'boolean') {
+    throw c.typeError('createMysqlListener: opts.doorbell must be a boolean');
+  }
   const names = enc.namesOf(opts.names, 'createMysqlListener: opts.names');
   if (!c.absent(opts.onError) && typeof opts.onError !== 'function') {
     throw c.typeError('createMysqlListener: opts.onError must be a function');
@@ -51,7 +68,10 @@ function optionsOf(opts) {
   const event = eventTable(prefix);
   return {
     t: tables(prefix),
+    prefix,
     intervalMs,
+    doorbell: opts.doorbell !== false,
+    betweenParks: typeof opts[BETWEEN_PARKS] === 'function' ? opts[BETWEEN_PARKS] : undefined,
     names,
     onError: opts.onError,
     // undefined: read the timeline where the table exists (looked up while a watch() is open)
@@ -107,7 +127,7 @@ function createStream(onStop) {
 function createMysqlListener(sql, opts = {}) {
   if (!sql || typeof sql.query !== 'function')
     throw c.typeError('createMysqlListener: sql must be an Sql (with query)');
-  const { t, intervalMs, names, onError, events, event } = optionsOf(opts);
+  const { t, prefix, names, onError, events, event, betweenParks, ...o } = optionsOf(opts);
 
   const work = createLatch();
   const completion = createWakeup();
@@ -127,24 +147,37 @@ function createMysqlListener(sql, opts = {}) {
   let closed = false; // close() was called (and no start() since): watch() returns an ended stream
   let wakeSleep = null; // resolves the loop's pause early (close)
   let pauseTimer = null; // the pause's timer: ref'd while a watch() stream is open
+  let keepAlive = null; // while a watch() stream is open and the watcher is parked in the database
 
-  const hold = (runId) => watched.set(runId, (watched.get(runId) || 0) + 1);
+  // The doorbell (lib/push/bell.js): without it, or until it is known to work here, the watcher polls.
+  const report = (e) => {
+    if (!onError) return;
+    try {
+      onError(e);
+    } catch {
+      // a throwing onError must not stop the watcher
+    }
+  };
+  const bell = o.doorbell ? createBell(sql, prefix, report) : undefined;
+  let mode; // undefined until the first look at the server: 'doorbell' | 'doorbell-node' | 'polling'
+  let intervalMs = o.intervalMs ?? DEFAULT_INTERVAL_MS;
+  let parkShape = null; // { work, runs: Set } of the park in flight
+  let idleWake = null; // resolves the watcher's wait for a first waiter (doorbell mode)
+  let lastGoAt = 0;
+  let probing = Promise.resolve(); // probes run one at a time (statuses must not go backwards)
+  const counts = { probes: 0, parks: 0, go: 0, rung: 0, slept: 0 };
+
+  const hold = (runId) => {
+    const n = watched.get(runId) || 0;
+    watched.set(runId, n + 1);
+    if (n === 0) kick('run', runId);
+  };
   const unhold = (runId) => {
     const n = (watched.get(runId) || 0) - 1;
     if (n > 0) watched.set(runId, n);
     else {
       watched.delete(runId);
       lastStatus.delete(runId);
-    }
-  };
-
-  /** The user's `onError`, if any; a throwing one must not stop the watcher. */
-  const report = (e) => {
-    if (!onError) return;
-    try {
-      onError(e);
-    } catch {
-      // ignored: see above
     }
   };
 
@@ -220,7 +253,8 @@ function createMysqlListener(sql, opts = {}) {
   }
 
   /** One probe: fan its answer out to every waiter, unless `token`'s loop was stopped meanwhile. */
-  async function probe(token) {
+  async function probeNow(token) {
+    counts.probes++;
     const { work: found, runs, events: timeline } = probeResult(await probeRows());
     if (token.stopped) return;
     if (found) work.fire();
@@ -235,6 +269,12 @@ function createMysqlListener(sql, opts = {}) {
     }
     for (const settle of [...lingering]) settle();
   }
+  /** Probes one at a time: two answers read at different instants must not land out of order. */
+  const probe = (token) => {
+    const p = probing.then(() => probeNow(token));
+    probing = p.catch(() => {});
+    return p;
+  };
 
   const pause = (ms) =>
     new Promise((resolve) => {
@@ -253,11 +293,104 @@ function createMysqlListener(sql, opts = {}) {
       };
     });
 
+  /** Somebody waits for work, or for a run's status, while the watcher parks: see `waiting`. */
+  const wanted = () => work.size > 0 || watched.size > 0;
+
+  /**
+   * A new waiter (`kind` 'work', or 'run' with its id). An idle watcher parks for it now; a park
+   * already in flight that does not ask for it is left alone, and one probe answers for the time
+   * before it (anything later rings the park, which asks for it the next time).
+   */
+  function kick(kind, runId) {
+    if (idleWake) {
+      const w = idleWake;
+      idleWake = null;
+      w();
+      return;
+    }
+    if (!parkShape || !current) return;
+    if (kind === 'work' ? parkShape.work : parkShape.runs.has(runId)) return;
+    probe(current).catch(() => {}); // a failing probe: the park's own failure reports it
+  }
+
+  /** The park (lib/push/probe.js parkStatement): 'go' (something is there), 'rung' or 'slept'. */
+  async function park() {
+    const timeline = (await readsEvents()) ? { table: event.table, cursors: cursors() } : undefined;
+    const runs = [...watched.keys()].map((runId) => [runId, lastStatus.get(runId)]);
+    const shape = { work: work.size > 0, runs: new Set(runs.map(([runId]) => runId)) };
+    const { text, params } = parkStatement(t, bell.tag, Date.now(), {
+      work: shape.work,
+      names,
+      runs,
+      events: timeline,
+      maxMs: intervalMs,
+    });
+    counts.parks++;
+    parkShape = shape;
+    try {
+      const rows = await sql.query(text, params);
+      return rows[0]?.r === 'go' ? 'go' : 'slept';
+    } catch (e) {
+      if (e?.errno === ER_QUERY_INTERRUPTED) return 'rung';
+      if (!timeline || e?.errno !== ER_NO_SUCH_TABLE || !String(e.message).includes(event.name)) throw e;
+      eventsOn = false; // the event table was dropped: the probe that follows runs without it
+      eventsCheckedAt = Date.now();
+      return 'go';
+    } finally {
+      parkShape = null;
+    }
+  }
+
+  /** How this listener learns of work: the first statement of its watcher, once. */
+  async function detect() {
+    let cluster = false;
+    if (bell && !bell.reason()) {
+      const [{ v }] = await sql.query('SELECT VERSION() AS v');
+      if (!/mariadb/i.test(String(v))) bell.off('the server is not MariaDB (no KILL QUERY ID)', false);
+      else {
+        const rows = await sql.query(
+          "SELECT VARIABLE_VALUE AS n FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'WSREP_CLUSTER_SIZE'",
+        );
+        cluster = Number(rows[0]?.n ?? 0) > 1;
+      }
+    }
+    const on = bell && !bell.reason();
+    mode = !on ? 'polling' : cluster ? 'doorbell-node' : 'doorbell';
+    // A ring reaches only the ringer's own node: on a cluster the parks stay as short as the probes.
+    if (o.intervalMs === undefined) intervalMs = mode === 'doorbell' ? BELL_INTERVAL_MS : DEFAULT_INTERVAL_MS;
+  }
+
+  const bellOn = () => mode !== 'polling' && bell && !bell.reason();
+
+  /** One turn of the doorbell watcher: wait for a waiter, park, and probe when the park says so. */
+  async function parkTurn(token) {
+    if (!wanted()) {
+      state = 'listening';
+      await new Promise((resolve) => (idleWake = resolve));
+      idleWake = null;
+      return;
+    }
+    const since = Date.now() - lastGoAt;
+    if (since < GO_PACE_MS) await pause(GO_PACE_MS - since);
+    if (token.stopped) return;
+    const woke = await park();
+    counts[woke]++;
+    if (token.stopped) return;
+    if (woke !== 'slept') {
+      if (woke === 'go') lastGoAt = Date.now();
+      await probe(token);
+    }
+    if (betweenParks) await betweenParks();
+  }
+
   async function run(token) {
     let failures = 0;
     while (!token.stopped) {
       try {
-        await probe(token);
+        if (mode === undefined) await detect();
+        if (token.stopped) break;
+        if (bellOn()) await parkTurn(token);
+        else await probe(token);
         if (token.stopped) break;
         if (failures > 0) work.fire(); // work may have come while the server was away: look once
         failures = 0;
@@ -270,6 +403,7 @@ function createMysqlListener(sql, opts = {}) {
         state = 'reconnecting';
       }
       if (token.stopped) break;
+      if (failures === 0 && bellOn()) continue; // the park was the wait
       await pause(failures === 0 ? intervalMs : Math.min(MAX_BACKOFF_MS, intervalMs * 2 ** Math.min(failures, 16)));
     }
   }
@@ -289,10 +423,20 @@ function createMysqlListener(sql, opts = {}) {
   const openStream = (stream) => {
     streams.add(stream);
     pauseTimer?.ref?.();
+    // Parked in the database there is no pause timer: a timer of its own keeps the reader's process up.
+    keepAlive ??= setInterval(() => {}, 2 ** 30);
   };
   const closeStream = (stream) => {
     streams.delete(stream);
-    if (streams.size === 0) pauseTimer?.unref?.();
+    if (streams.size > 0) return;
+    pauseTimer?.unref?.();
+    clearInterval(keepAlive);
+    keepAlive = null;
+  };
+
+  /** Tells parked listeners of other processes to look now (work made, or a run finished). */
+  const ring = () => {
+    if (mode !== 'polling') bell?.ring();
   };
 
   const wakeup = {
@@ -302,7 +446,9 @@ function createMysqlListener(sql, opts = {}) {
       ensure();
       return completion.wait(runId, timeoutMs).finally(() => unhold(runId));
     },
+    /** A run of this process reached a terminal status: local waiters now, other processes by the bell. */
     signal(runId) {
+      ring();
       return completion.signal(runId);
     },
   };
@@ -312,6 +458,7 @@ function createMysqlListener(sql, opts = {}) {
     waitForWork(timeoutMs, signal) {
       const p = work.wait(timeoutMs, signal);
       ensure();
+      if (work.size > 0) kick('work');
       return p;
     },
     watch(runId) {
@@ -368,10 +515,13 @@ function createMysqlListener(sql, opts = {}) {
       closed = true;
       if (current) current.stopped = true;
       wakeSleep?.();
+      idleWake?.();
       for (const s of [...streams]) s.end();
       progressAll.clear();
       // A probe in flight is waited for at most CLOSE_WAIT_MS (a silent server with no query
       // bound would hang close()); its answer is ignored either way.
+      // A park in flight is ended by a ring of this listener's own (a bounded wait either way).
+      if (loop && bellOn()) await bounded(bell.interrupt(), CLOSE_WAIT_MS);
       if (loop) await bounded(loop, CLOSE_WAIT_MS);
       loop = null;
       current = null;
@@ -380,9 +530,25 @@ function createMysqlListener(sql, opts = {}) {
       work.clear();
     },
     state: () => state,
+    /**
+     * How this listener hears of work: `mode` ('doorbell', 'doorbell-node' on a Galera cluster —
+     * rings reach one node —, 'polling', or undefined before its first statement), why the
+     * doorbell is off, the longest wait between two looks, and counters.
+     */
+    stats() {
+      return {
+        mode,
+        doorbellOff: bell ? bell.reason() : 'turned off (opts.doorbell: false)',
+        intervalMs,
+        ...counts,
+        ...(bell ? bell.stats() : { rings: 0, lookups: 0, kills: 0 }),
+      };
+    },
     [NUDGE]() {
       work.fire();
+      ring();
     },
+    [RING]: ring,
   };
 }
 
@@ -393,4 +559,4 @@ function bounded(p, ms) {
   return Promise.race([p.catch(() => {}), limit]).finally(() => clearTimeout(timer));
 }
 
-module.exports = { createMysqlListener, NUDGE, DEFAULT_INTERVAL_MS };
+module.exports = { createMysqlListener, NUDGE, RING, DEFAULT_INTERVAL_MS, BELL_INTERVAL_MS };

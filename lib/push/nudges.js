@@ -4,7 +4,7 @@
 // worker loop of the same process does not wait for the next probe. Without a listener nothing
 // here runs: the ports and their statements are exactly those of a backend without push.
 const c = require('../check');
-const { NUDGE } = require('./listener');
+const { NUDGE, RING } = require('./listener');
 
 /** The `opts.listener` of createMysqlBackend, checked; undefined when absent. */
 function listenerOf(listener) {
@@ -26,6 +26,8 @@ function listenerOf(listener) {
 
 /** True when an outbox enqueues something (a spawn is enqueued too). */
 const enqueues = (fx) => fx !== null && typeof fx === 'object' && (fx.enqueue?.length > 0 || fx.spawn?.length > 0);
+/** True when an outbox schedules a timer: a park sleeps until the soonest one it saw, so it must look again. */
+const schedules = (fx) => fx !== null && typeof fx === 'object' && fx.timers?.length > 0;
 
 /** `port[name]` nudging after it resolves, when `made(result, args)` says it made work. */
 function after(port, name, made, nudge) {
@@ -38,11 +40,23 @@ function after(port, name, made, nudge) {
   };
 }
 
-/** Wires `listener` into the ports: dispatch push, completion push, and the local nudges. */
+/**
+ * Wires `listener` into the ports: dispatch push, completion push, the local nudges (work made
+ * here: local waiters at once, other processes by the listener's doorbell) and the rings after a
+ * run reached a terminal status (other processes' result() and watch()).
+ */
 function withListener(ports, listener) {
   const nudge = typeof listener[NUDGE] === 'function' ? () => listener[NUDGE]() : () => {};
-  const { queue, store } = ports;
+  const ring = typeof listener[RING] === 'function' ? () => listener[RING]() : () => {};
+  const { queue, store, timer } = ports;
   const always = () => true;
+  // Before the nudges: a markTerminal whose outbox enqueues also nudges (both ring; rings merge).
+  after(store, 'markTerminal', always, ring);
+  after(store, 'cancelRuns', (n) => n > 0, ring);
+  if (timer) after(timer, 'schedule', always, ring);
+  for (const name of ['checkpointStep', 'suspendRun']) {
+    after(store, name, (_, args) => schedules(args[name === 'checkpointStep' ? 1 : 2]), ring);
+  }
   after(queue, 'enqueue', always, nudge);
   after(queue, 'enqueueMany', (_, [requests]) => requests.length > 0, nudge);
   after(store, 'postSignal', (r) => r.delivered === true, nudge);

@@ -21,15 +21,10 @@ function probeStatement(t, at, names, runIds, events) {
   // With timeline cursors every branch carries the event columns too (a UNION needs one shape);
   // without them the probe is the same statement as before the event table existed.
   const none = events ? ', NULL AS seq, NULL AS type, NULL AS at, NULL AS data' : '';
-  if (names === undefined || names.length > 0) {
-    let flows = '';
-    if (names !== undefined) {
-      flows = ` AND NOT EXISTS (SELECT 1 FROM ${t.run} r WHERE r.id = j.run_id AND r.name NOT IN (${names.map(() => '?').join(', ')}))`;
-    }
-    parts.push(
-      `(SELECT 'work' AS k, '' AS id, '' AS status${none} FROM ${t.job} j WHERE j.run_at <= ? AND (j.lease_expires IS NULL OR j.lease_expires <= ?)${flows} LIMIT 1)`,
-    );
-    params.push(at, at, ...(names ?? []));
+  const job = claimable(t, at, names);
+  if (job) {
+    parts.push(`(SELECT 'work' AS k, '' AS id, '' AS status${none} FROM ${job.text} LIMIT 1)`);
+    params.push(...job.params);
   }
   parts.push(`(SELECT 'work' AS k, '' AS id, '' AS status${none} FROM ${t.timer} WHERE fire_at <= ? LIMIT 1)`);
   params.push(at);
@@ -39,13 +34,86 @@ function probeStatement(t, at, names, runIds, events) {
   }
   if (events && events.cursors.length > 0) {
     // Each watched run's rows after its cursor, by the (run_id, seq) index; the rest next time.
-    const after = events.cursors.map(() => '(run_id = ? AND seq > ?)').join(' OR ');
+    const after = newEvents(events.cursors);
     parts.push(
-      `(SELECT 'event', run_id, '', seq, type, at, data FROM ${events.table} WHERE ${after} ORDER BY seq LIMIT ${EVENTS_PER_PROBE})`,
+      `(SELECT 'event', run_id, '', seq, type, at, data FROM ${events.table} WHERE ${after.text} ORDER BY seq LIMIT ${EVENTS_PER_PROBE})`,
     );
-    for (const [runId, seq] of events.cursors) params.push(runId, seq);
+    params.push(...after.params);
   }
   return { text: parts.join(' UNION ALL '), params };
+}
+
+/**
+ * `<job table> j WHERE <a claim would take it at \`at\`>`: the claim's predicate (src/ports/queue.rs
+ * `claim` and `of_flows`): due, unleased, and — with `names` — of those flows or without a run row.
+ * Undefined for `names: []`: a claim takes nothing (`NOT IN ()` would not even parse).
+ */
+function claimable(t, at, names) {
+  if (names !== undefined && names.length === 0) return undefined;
+  let flows = '';
+  if (names !== undefined) {
+    flows = ` AND NOT EXISTS (SELECT 1 FROM ${t.run} r WHERE r.id = j.run_id AND r.name NOT IN (${names.map(() => '?').join(', ')}))`;
+  }
+  return {
+    text: `${t.job} j WHERE j.run_at <= ? AND (j.lease_expires IS NULL OR j.lease_expires <= ?)${flows}`,
+    params: [at, at, ...(names ?? [])],
+  };
+}
+
+/** The event rows after each `[runId, seq]` cursor (by the (run_id, seq) index). */
+function newEvents(cursors) {
+  return {
+    text: cursors.map(() => '(run_id = ? AND seq > ?)').join(' OR '),
+    params: cursors.flat(),
+  };
+}
+
+/**
+ * The doorbell's park (lib/push/bell.js): one statement that answers 'go' at once when the probe
+ * would find something — claimable work or a due timer (only with `work`: somebody waits for
+ * work), a watched run whose status is not the one last seen (`runs`: [[runId, status?], …]), a
+ * new timeline row (`events` as for the probe) — and otherwise sleeps until `maxMs` has passed or
+ * the next job or timer falls due, whichever is first, unless a ring interrupts it. IF evaluates
+ * only the branch it takes: the sleep's bound is computed only when there is nothing yet.
+ */
+function parkStatement(t, tag, at, { work, names, runs, events, maxMs }) {
+  const checks = [];
+  const params = [];
+  const until = []; // { text, params } of the times the next job or timer falls due
+  if (work) {
+    const job = claimable(t, at, names);
+    if (job) {
+      checks.push(`EXISTS (SELECT 1 FROM ${job.text})`);
+      params.push(...job.params);
+      until.push({ text: `(SELECT MIN(run_at) FROM ${t.job} WHERE run_at > ?)`, params: [at] });
+    }
+    checks.push(`EXISTS (SELECT 1 FROM ${t.timer} WHERE fire_at <= ?)`);
+    params.push(at);
+    until.push({ text: `(SELECT MIN(fire_at) FROM ${t.timer})`, params: [] });
+  }
+  if (runs.length > 0) {
+    const changed = runs.map(([, status]) => (status === undefined ? 'id = ?' : '(id = ? AND status <> ?)'));
+    checks.push(`EXISTS (SELECT 1 FROM ${t.run} WHERE ${changed.join(' OR ')})`);
+    for (const [runId, status] of runs) params.push(...(status === undefined ? [runId] : [runId, status]));
+  }
+  if (events && events.cursors.length > 0) {
+    const after = newEvents(events.cursors);
+    checks.push(`EXISTS (SELECT 1 FROM ${events.table} WHERE ${after.text})`);
+    params.push(...after.params);
+  }
+  // Seconds to sleep: maxMs, or less when a job or timer falls due sooner (times are epoch ms).
+  let seconds = '?';
+  let secondsParams = [maxMs / 1000];
+  if (until.length > 0) {
+    const soonest = until.map((u) => `COALESCE(${u.text} - ?, ?)`);
+    seconds = `GREATEST(0.001, LEAST(?, ${soonest.join(', ')}) / 1000)`;
+    secondsParams = [maxMs, ...until.flatMap((u) => [...u.params, at, maxMs])];
+  }
+  const cond = checks.length > 0 ? checks.join(' OR ') : 'FALSE';
+  return {
+    text: `SELECT ${tag} IF(${cond}, 'go', SLEEP(${seconds})) AS r`,
+    params: [...params, ...secondsParams],
+  };
 }
 
 /** Most event rows one probe reads (a backlog is read over the next probes). */
@@ -70,4 +138,4 @@ function probeResult(rows) {
 
 const isTerminal = (status) => TERMINAL_STATUSES.includes(status);
 
-module.exports = { probeStatement, probeResult, isTerminal };
+module.exports = { probeStatement, parkStatement, probeResult, isTerminal };
