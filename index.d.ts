@@ -588,8 +588,19 @@ export declare function listEvents(sql: Sql, runId: string, prefix?: string): Pr
 export interface MysqlListenerOpts {
   /** The backend's table prefix. Default none. */
   prefix?: string;
-  /** Pause between probes, ms (1..60000, default 50): the knob trading latency for idle cost. */
+  /**
+   * The longest wait between two looks at the tables, ms (1..60000): with the doorbell on one
+   * MariaDB server the longest park (default 500; rings end parks at once, so it bounds only what
+   * no ring announces), otherwise the pause between probes (default 50, also on a Galera cluster,
+   * where a ring reaches one node). The knob trading latency for idle cost (docs/push.md).
+   */
   intervalMs?: number;
+  /**
+   * The doorbell (default true): parks one statement while somebody waits, rung by `KILL QUERY
+   * ID` from processes whose backend has a listener. Off by itself where the server cannot (not
+   * MariaDB; `stats().doorbellOff` says why); false: poll only.
+   */
+  doorbell?: boolean;
   /** Wake only for work of these flows (and jobs without a run row), as a claim with `names`. */
   names?: readonly string[];
   /**
@@ -603,7 +614,7 @@ export interface MysqlListenerOpts {
    */
   events?: boolean;
 }
-/** Dispatch and completion push over one probe statement per interval, shared by all waiters. */
+/** Dispatch and completion push shared by all the waiters of a process: a doorbell, or one probe per interval. */
 export interface MysqlListener {
   /** Completion push: `wait(runId)` also resolves when the run turns terminal in any process. */
   readonly wakeup: Wakeup;
@@ -629,6 +640,26 @@ export interface MysqlListener {
    */
   close(): Promise<void>;
   state(): ListenerState;
+  /** How this listener hears of work, and its counters. */
+  stats(): MysqlListenerStats;
+}
+/** `listener.stats()`: the mode the first look at the server chose, and what the watcher did. */
+export interface MysqlListenerStats {
+  /** 'doorbell-node': a Galera cluster (rings reach the ringer's node; parks as short as probes). */
+  mode: 'doorbell' | 'doorbell-node' | 'polling' | undefined;
+  /** Why the doorbell is off (polling), or undefined while it rings. */
+  doorbellOff: string | undefined;
+  intervalMs: number;
+  probes: number;
+  parks: number;
+  /** Parks that found something at once, were ended by a ring, slept out. */
+  go: number;
+  rung: number;
+  slept: number;
+  /** Rings asked for (merged while one is in flight), lookups of parked sessions sent, parks interrupted. */
+  rings: number;
+  lookups: number;
+  kills: number;
 }
 export declare function createMysqlListener(sql: Sql, opts?: MysqlListenerOpts): MysqlListener;
 

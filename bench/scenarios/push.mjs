@@ -119,7 +119,9 @@ export function percentiles(xs) {
 /** PUSH_SAMPLES runs through one variant's processes; `{ dispatch, completion }` in ms. */
 async function sampleVariant(v) {
   // The submitter: this process, on the implementation's bench pool, on the variant's tables.
-  const backend = v.impl.module.createMysqlBackend(v.impl.sql, { prefix: v.prefix });
+  // With push on it has a listener too (never started: it only rings the workers' doorbells).
+  const listener = v.push ? v.impl.module.createMysqlListener(v.impl.sql, { prefix: v.prefix }) : undefined;
+  const backend = v.impl.module.createMysqlBackend(v.impl.sql, { prefix: v.prefix, ...(listener ? { listener } : {}) });
   const workers = [];
   let waiter;
   try {

@@ -30,6 +30,12 @@ function createLatch() {
     get size() {
       return waiters.size;
     },
+    /** When the first waiter's timeout ends (epoch ms; Infinity with none). */
+    soonest() {
+      let min = Infinity;
+      for (const w of waiters) min = Math.min(min, w.until);
+      return min;
+    },
     /**
      * Resolves (never rejects) on the next `fire()`, a latched one, `timeoutMs`, or `signal`
      * aborting. A bad argument throws a TypeError at once, before anything waits.
@@ -53,7 +59,9 @@ function createLatch() {
           signal?.removeEventListener('abort', done);
           resolve();
         };
-        const timer = setTimeout(done, Math.min(Math.max(timeoutMs, 0), MAX_TIMER));
+        const ms = Math.min(Math.max(timeoutMs, 0), MAX_TIMER);
+        const timer = setTimeout(done, ms);
+        done.until = Date.now() + ms;
         waiters.add(done);
         signal?.addEventListener('abort', done, { once: true });
       });

@@ -32,6 +32,10 @@ const DEFAULT_INTERVAL_MS = 50;
 const BELL_INTERVAL_MS = 500;
 /** Fewest ms between two parks that found something at once (a waiter that does not take the work). */
 const GO_PACE_MS = 10;
+/** How long before the first waiter's own timeout a park ends (see parkMs()). */
+const PARK_MARGIN_MS = 5;
+/** Shortest park worth a statement. */
+const MIN_PARK_MS = 5;
 /** The statement was interrupted: a ring (KILL QUERY ID) ended the park. */
 const ER_QUERY_INTERRUPTED = 1317;
 /** Longest pause between probes while the server is away. */
@@ -166,6 +170,7 @@ function createMysqlListener(sql, opts = {}) {
   let lastGoAt = 0;
   let probing = Promise.resolve(); // probes run one at a time (statuses must not go backwards)
   const counts = { probes: 0, parks: 0, go: 0, rung: 0, slept: 0 };
+  const deadlines = new Set(); // { at } of the wakeup.wait calls in progress (epoch ms)
 
   const hold = (runId) => {
     const n = watched.get(runId) || 0;
@@ -313,8 +318,20 @@ function createMysqlListener(sql, opts = {}) {
     probe(current).catch(() => {}); // a failing probe: the park's own failure reports it
   }
 
+  /**
+   * How long the next park may last: `intervalMs`, but ending PARK_MARGIN_MS before the first
+   * waiter's own timeout, so that the connection it holds is back in the pool when that waiter's
+   * owner reads again or claims (one connection per idle process, not two). A watch() has no
+   * timeout.
+   */
+  function parkMs() {
+    let soonest = work.soonest();
+    for (const d of deadlines) soonest = Math.min(soonest, d.at);
+    return Math.min(intervalMs, soonest - Date.now() - PARK_MARGIN_MS);
+  }
+
   /** The park (lib/push/probe.js parkStatement): 'go' (something is there), 'rung' or 'slept'. */
-  async function park() {
+  async function park(maxMs) {
     const timeline = (await readsEvents()) ? { table: event.table, cursors: cursors() } : undefined;
     const runs = [...watched.keys()].map((runId) => [runId, lastStatus.get(runId)]);
     const shape = { work: work.size > 0, runs: new Set(runs.map(([runId]) => runId)) };
@@ -323,7 +340,7 @@ function createMysqlListener(sql, opts = {}) {
       names,
       runs,
       events: timeline,
-      maxMs: intervalMs,
+      maxMs,
     });
     counts.parks++;
     parkShape = shape;
@@ -373,7 +390,13 @@ function createMysqlListener(sql, opts = {}) {
     const since = Date.now() - lastGoAt;
     if (since < GO_PACE_MS) await pause(GO_PACE_MS - since);
     if (token.stopped) return;
-    const woke = await park();
+    const maxMs = parkMs();
+    if (maxMs < MIN_PARK_MS) {
+      // The first waiter times out about now: let it (a park this short would only cost a statement).
+      await pause(Math.max(1, maxMs + PARK_MARGIN_MS + 1));
+      return;
+    }
+    const woke = await park(maxMs);
     counts[woke]++;
     if (token.stopped) return;
     if (woke !== 'slept') {
@@ -442,9 +465,17 @@ function createMysqlListener(sql, opts = {}) {
   const wakeup = {
     wait(runId, timeoutMs) {
       c.str(runId, 'runId');
+      // When this wait ends by itself (Node's coercion, as the timer below gets it: not a
+      // number ≥ 1 → 1 ms): a park ends before it, so its connection is free for the re-read.
+      const ms = Number(timeoutMs);
+      const until = { at: Date.now() + (ms >= 1 ? Math.min(ms, 2 ** 31 - 1) : 1) };
+      deadlines.add(until);
       hold(runId); // before ensure(): the first probe, built at once, includes this run
       ensure();
-      return completion.wait(runId, timeoutMs).finally(() => unhold(runId));
+      return completion.wait(runId, timeoutMs).finally(() => {
+        deadlines.delete(until);
+        unhold(runId);
+      });
     },
     /** A run of this process reached a terminal status: local waiters now, other processes by the bell. */
     signal(runId) {

@@ -42,6 +42,11 @@ export async function timelineUsage(url: string): Promise<void> {
       void when;
     }
   }
+  const bell = createMysqlListener(sql, { doorbell: false, intervalMs: 200 }).stats();
+  const mode: 'doorbell' | 'doorbell-node' | 'polling' | undefined = bell.mode;
+  const rung: number = bell.rung + bell.kills;
+  void mode;
+  void rung;
   await listener.close();
   await sql.close();
 }
