@@ -73,6 +73,41 @@ for (const [way, make] of Object.entries(WAYS)) {
   );
 }
 
+// On a cluster the listener knows a ring reaches one node: it parks no longer than a probe
+// interval (so the tests above wake across nodes), and a ring on its own node still ends a park
+// at once — here a 10 s one (intervalMs 10 000 set by hand), rung by a submitter on node 2.
+test(
+  'on a Galera node the doorbell says it reaches that node only, and a ring there wakes at once',
+  { skip, timeout: 60_000 },
+  async (t) => {
+    const { cluster } = galera;
+    const db = await cluster.createDatabase('galera_bell');
+    const env = await pushDatabase('galera_bell', db.urls[0]);
+    await cluster.waitForSync();
+    const near = await pushDatabase('galera_bell', db.urls[1], { ring: true });
+    const plain = await forkChild(db.urls[1]);
+    const child = await forkChild(db.urls[1], { PUSH_INTERVAL_MS: '10000' });
+    try {
+      plain.send({ type: 'stats' });
+      const { stats } = await plain.next('stats');
+      assert.equal(stats.mode, 'doorbell-node');
+      assert.equal(stats.intervalMs, 50, 'parks as short as the probes on a cluster');
+      child.send({ type: 'wait', timeoutMs: LONG });
+      await sleep(300);
+      const madeAt = Date.now();
+      await near.backend.queue.enqueue(await near.run());
+      const woke = await child.next('woke', LONG + 5000);
+      t.diagnostic(`a ring on node 2 woke a 10 s park on node 2 ${woke.at - madeAt} ms after the enqueue`);
+      assert.ok(woke.at - madeAt < PROMPT_MS, `woke ${woke.at - madeAt} ms after the enqueue`);
+    } finally {
+      await child.close();
+      await plain.close();
+      await near.close();
+      await env.close();
+    }
+  },
+);
+
 /** Submits a run on node 1 and waits at most `ms` for the child's engine to start it: lag, or undefined. */
 async function submitAndTime(env, child, ms) {
   const runId = await env.run();
