@@ -83,7 +83,7 @@ test(
         await sleep(300);
         child.send({ type: 'gap' });
         await sleep(100);
-        void env.listener.wakeup.signal('no-such-run'); // a ring: the child's park ends, it probes, it holds
+        await env.backend.timer.schedule(await env.run(), new Date(Date.now() + 3_600_000)); // a ring: the park ends, it holds
         const between = await child.next('between', PROMPT_MS * 2);
         const madeAt = Date.now();
         await env.backend.queue.enqueue(await env.run());
@@ -111,8 +111,9 @@ test('a ring interrupts parks only: a statement of the same pool is not cut shor
     // The parked listener's own pool runs a user's statement of the same shape as a park's sleep.
     const started = Date.now();
     const user = sql.query('SELECT SLEEP(1) AS s');
+    const later = await env.run();
     for (let i = 0; i < 20; i++) {
-      void env.listener.wakeup.signal('no-such-run');
+      await env.backend.timer.schedule(later, new Date(Date.now() + 3_600_000)); // rings the work parks
       await sleep(40);
     }
     const [{ s }] = await user;
@@ -152,6 +153,34 @@ test('a ring reaches the parks of its own table prefix only', { timeout: 60_000 
     assert.equal(rang.kills, 0, 'the other prefix had nobody parked to interrupt');
   } finally {
     await ringer.close();
+    await parked.close();
+    await sql.close();
+    await env.close();
+  }
+});
+
+test('a run ending rings result() waiters, not the parks of idle workers', { timeout: 60_000 }, async () => {
+  const env = await pushDatabase('bell_kinds', undefined, { ring: true });
+  const sql = m.mysqlPool(env.db.url);
+  const parked = m.createMysqlListener(sql, { intervalMs: 1500 });
+  const backend = m.createMysqlBackend(sql, { listener: parked });
+  try {
+    parked.start();
+    const waited = backend.queue.waitForWork(2000); // a worker's park: it waits for work only
+    await sleep(200);
+    for (let i = 0; i < 3; i++) {
+      await env.backend.store.markTerminal(await env.run(), { status: 'done', output: i });
+      await sleep(50);
+    }
+    await waited;
+    const stats = parked.stats();
+    assert.equal(stats.rung, 0, `no completion ring reached the work park (${JSON.stringify(stats)})`);
+    const rang = env.listener.stats();
+    assert.ok(
+      rang.lookups >= 1 && rang.kills === 0,
+      `the completions rang, and found no park to end (${JSON.stringify(rang)})`,
+    );
+  } finally {
     await parked.close();
     await sql.close();
     await env.close();

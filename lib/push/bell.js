@@ -31,22 +31,31 @@ const ER_DENIED = new Set([1142, 1227, 1044, 1045]);
 /** A new listener's token: what tells its own park from the others of the same prefix. */
 const newToken = () => crypto.randomBytes(6).toString('hex');
 
-/** The comment a park of `prefix` by the listener `token` starts with (the prefix as hex: any text is safe). */
-const parkTag = (prefix, token) => `/*${MARK}:${Buffer.from(prefix).toString('hex')}:${token}*/`;
+/**
+ * What a park waits for, and what a ring announces: 'w' work (a job claimable, a timer to
+ * re-read), 'd' a run's new status. A ring of one kind interrupts only the parks that wait for it,
+ * so runs finishing in a busy drain do not wake idle workers, nor enqueues a result() waiter.
+ */
+const KINDS = ['w', 'd'];
+
+/** The comments a park by the listener `token` carries: one per kind it waits for (the prefix as hex: any text is safe). */
+const parkTag = (prefix, token, kinds) =>
+  kinds.map((k) => `/*${MARK}-${k}:${Buffer.from(prefix).toString('hex')}:${token}*/`).join(' ');
 
 /**
- * The lookup: the query ids of the statements parked under `prefix` — those of `token` when
- * `own`, otherwise everybody else's. The mark is built by CONCAT so that this statement's own
- * text never matches itself (nor another ringer's lookup).
+ * The lookup: the query ids of the statements parked under `prefix` for any of `kinds` — those of
+ * `token` when `own`, otherwise everybody else's. The mark is built by CONCAT so that this
+ * statement's own text never matches itself (nor another ringer's lookup).
  */
-function lookupStatement(prefix, token, own) {
+function lookupStatement(prefix, token, own, kinds = KINDS) {
   const hex = Buffer.from(prefix).toString('hex');
   const mine = own ? '> 0' : '= 0';
+  const marked = kinds.map((k) => `INSTR(INFO, CONCAT('/', '*${MARK}-${k}:', ?, ':')) > 0`).join(' OR ');
   return {
     text:
       "SELECT QUERY_ID AS q FROM information_schema.PROCESSLIST WHERE COMMAND = 'Query'" +
-      ` AND INSTR(INFO, CONCAT('/', '*${MARK}:', ?, ':')) > 0 AND INSTR(INFO, CONCAT(':', ?, '*', '/')) ${mine}`,
-    params: [hex, token],
+      ` AND (${marked}) AND INSTR(INFO, CONCAT(':', ?, '*', '/')) ${mine}`,
+    params: [...kinds.map(() => hex), token],
   };
 }
 
@@ -71,7 +80,8 @@ function createBell(sql, prefix, report) {
   const stats = { rings: 0, lookups: 0, kills: 0 };
   let offReason; // set once: the bell no longer rings, and the listener polls
   let inFlight = false;
-  let again = false;
+  const again = new Set(); // kinds asked for while a ring was in flight or due
+  const due = new Set(); // kinds of the merged ring the timer will send
   let lastAt = 0;
   let gapMs = MIN_GAP_MS;
   let timer = null;
@@ -86,8 +96,8 @@ function createBell(sql, prefix, report) {
   };
 
   /** Interrupts every statement `lookup` names; answers how many there were. */
-  async function killAll(own) {
-    const { text, params } = lookupStatement(prefix, token, own);
+  async function killAll(own, kinds) {
+    const { text, params } = lookupStatement(prefix, token, own, kinds);
     stats.lookups++;
     const rows = await sql.query(text, params);
     const ids = rows.map((r) => String(r.q)).filter((q) => /^\d+$/.test(q));
@@ -106,11 +116,11 @@ function createBell(sql, prefix, report) {
     return ids.length;
   }
 
-  async function send() {
+  async function send(kinds) {
     inFlight = true;
     lastAt = Date.now();
     try {
-      const found = await killAll(false);
+      const found = await killAll(false, kinds);
       gapMs = found > 0 ? MIN_GAP_MS : Math.min(MAX_GAP_MS, gapMs * 2);
     } catch (e) {
       const why = refusal(e);
@@ -119,41 +129,48 @@ function createBell(sql, prefix, report) {
     } finally {
       inFlight = false;
     }
-    if (again && !offReason) {
-      again = false;
-      ring();
+    if (again.size > 0 && !offReason) {
+      const kinds = [...again];
+      again.clear();
+      for (const k of kinds) ring(k);
     }
   }
 
-  function ring() {
+  /** Asks for a ring of `kind` ('w' or 'd'; see KINDS). */
+  function ring(kind) {
     if (offReason) return;
     stats.rings++;
     if (inFlight) {
-      again = true;
+      again.add(kind);
       return;
     }
+    due.add(kind);
     if (timer) return; // a merged ring is already due
+    const fire = () => {
+      timer = null;
+      const kinds = KINDS.filter((k) => due.has(k));
+      due.clear();
+      void send(kinds);
+    };
     const wait = lastAt + gapMs - Date.now();
     if (wait <= 0) {
-      void send();
+      fire();
       return;
     }
-    timer = setTimeout(() => {
-      timer = null;
-      void send();
-    }, wait);
+    timer = setTimeout(fire, wait);
     timer.unref?.();
   }
 
   return {
     token,
-    tag: parkTag(prefix, token),
+    /** The tag of a park of this listener that waits for `kinds`. */
+    tagFor: (kinds) => parkTag(prefix, token, kinds),
     ring,
     /** Ends this listener's own park, if one is parked; never rejects. */
     async interrupt() {
       if (offReason) return;
       try {
-        await killAll(true);
+        await killAll(true, KINDS);
       } catch (e) {
         const why = refusal(e);
         if (why) turnOff(why);
@@ -166,4 +183,4 @@ function createBell(sql, prefix, report) {
   };
 }
 
-module.exports = { createBell, parkTag, lookupStatement, MARK };
+module.exports = { createBell, parkTag, lookupStatement, MARK, KINDS };

@@ -18,7 +18,7 @@ const { eventTable, eventOf, TERMINAL_EVENTS } = require('../timeline/rows');
 
 /** The backend's private way to say "I just enqueued" (not part of the listener's surface). */
 const NUDGE = Symbol('iterativeflow.listener.nudge');
-/** The backend's private way to say "a run of mine just ended": rings the other processes. */
+/** The backend's private way to ring the other processes: (kind) 'w' work made, 'd' a run's new status. */
 const RING = Symbol('iterativeflow.listener.ring');
 /** A test's way to hold the watcher between two parks (the doorbell's weakest instant). */
 const BETWEEN_PARKS = Symbol.for('iterativeflow.listener.betweenParks');
@@ -321,13 +321,14 @@ function createMysqlListener(sql, opts = {}) {
   /**
    * How long the next park may last: `intervalMs`, but ending PARK_MARGIN_MS before the first
    * waiter's own timeout, so that the connection it holds is back in the pool when that waiter's
-   * owner reads again or claims (one connection per idle process, not two). A watch() has no
-   * timeout.
+   * owner reads again or claims (one connection per idle process, not two).
    */
   function parkMs() {
     let soonest = work.soonest();
     for (const d of deadlines) soonest = Math.min(soonest, d.at);
-    return Math.min(intervalMs, soonest - Date.now() - PARK_MARGIN_MS);
+    // A watch() also shows progress that no ring announces (running, the timeline's rows): as often as polling would.
+    const longest = streams.size > 0 ? Math.min(intervalMs, DEFAULT_INTERVAL_MS) : intervalMs;
+    return Math.min(longest, soonest - Date.now() - PARK_MARGIN_MS);
   }
 
   /** The park (lib/push/probe.js parkStatement): 'go' (something is there), 'rung' or 'slept'. */
@@ -335,7 +336,8 @@ function createMysqlListener(sql, opts = {}) {
     const timeline = (await readsEvents()) ? { table: event.table, cursors: cursors() } : undefined;
     const runs = [...watched.keys()].map((runId) => [runId, lastStatus.get(runId)]);
     const shape = { work: work.size > 0, runs: new Set(runs.map(([runId]) => runId)) };
-    const { text, params } = parkStatement(t, bell.tag, Date.now(), {
+    const kinds = [...(shape.work ? ['w'] : []), ...(shape.runs.size > 0 ? ['d'] : [])];
+    const { text, params } = parkStatement(t, bell.tagFor(kinds), Date.now(), {
       work: shape.work,
       names,
       runs,
@@ -457,9 +459,9 @@ function createMysqlListener(sql, opts = {}) {
     keepAlive = null;
   };
 
-  /** Tells parked listeners of other processes to look now (work made, or a run finished). */
-  const ring = () => {
-    if (mode !== 'polling') bell?.ring();
+  /** Tells parked listeners of other processes to look now: 'w' work made, 'd' a run finished. */
+  const ring = (kind) => {
+    if (mode !== 'polling') bell?.ring(kind);
   };
 
   const wakeup = {
@@ -479,7 +481,7 @@ function createMysqlListener(sql, opts = {}) {
     },
     /** A run of this process reached a terminal status: local waiters now, other processes by the bell. */
     signal(runId) {
-      ring();
+      ring('d');
       return completion.signal(runId);
     },
   };
@@ -577,7 +579,7 @@ function createMysqlListener(sql, opts = {}) {
     },
     [NUDGE]() {
       work.fire();
-      ring();
+      ring('w');
     },
     [RING]: ring,
   };

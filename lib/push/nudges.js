@@ -47,15 +47,17 @@ function after(port, name, made, nudge) {
  */
 function withListener(ports, listener) {
   const nudge = typeof listener[NUDGE] === 'function' ? () => listener[NUDGE]() : () => {};
-  const ring = typeof listener[RING] === 'function' ? () => listener[RING]() : () => {};
+  const ringer = typeof listener[RING] === 'function' ? (kind) => listener[RING](kind) : () => {};
+  const ended = () => ringer('d'); // a run's new status: result() and watch() elsewhere
+  const scheduled = () => ringer('w'); // a timer: parked workers re-read the soonest one
   const { queue, store, timer } = ports;
   const always = () => true;
   // Before the nudges: a markTerminal whose outbox enqueues also nudges (both ring; rings merge).
-  after(store, 'markTerminal', always, ring);
-  after(store, 'cancelRuns', (n) => n > 0, ring);
-  if (timer) after(timer, 'schedule', always, ring);
+  after(store, 'markTerminal', always, ended);
+  after(store, 'cancelRuns', (n) => n > 0, ended);
+  if (timer) after(timer, 'schedule', always, scheduled);
   for (const name of ['checkpointStep', 'suspendRun']) {
-    after(store, name, (_, args) => schedules(args[name === 'checkpointStep' ? 1 : 2]), ring);
+    after(store, name, (_, args) => schedules(args[name === 'checkpointStep' ? 1 : 2]), scheduled);
   }
   after(queue, 'enqueue', always, nudge);
   after(queue, 'enqueueMany', (_, [requests]) => requests.length > 0, nudge);
