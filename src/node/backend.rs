@@ -208,12 +208,14 @@ impl NativeBackend {
         specs: Vec<SpecArg>,
         via: Option<RunFn>,
     ) -> Answer<'env, Vec<StartResult>> {
+        // One multi-row INSERT is atomic alone; anything more is one transaction.
+        let mode = Mode::transaction_if(!store::many_runs_in_one_statement(&specs));
         unit!(
             self,
             env,
             "startManyRuns",
             via,
-            Mode::Transaction,
+            mode,
             (run_ids, specs),
             |e, t| { store::start_many_runs(e, t, run_ids, specs) }
         )
