@@ -583,7 +583,7 @@ impl NativeBackend {
             const METHOD: usize = metrics::index("enqueue");
             let enqueues = enqueues.clone();
             let started = Instant::now();
-            let turn = enqueues.arrive(run_id, run_at, priority);
+            let turn = enqueues.arrive(env.raw(), run_id, run_at, priority);
             return promise::promise(env, async move {
                 let pool = enqueues.pool().clone();
                 let result = enqueues.settle(turn).await;
