@@ -580,17 +580,8 @@ impl NativeBackend {
         via: Option<RunFn>,
     ) -> Answer<'env, ()> {
         if let (Some(enqueues), None) = (&self.enqueues, &via) {
-            const METHOD: usize = metrics::index("enqueue");
-            let enqueues = enqueues.clone();
-            let started = Instant::now();
-            let turn = enqueues.arrive(env.raw(), run_id, run_at, priority);
-            return promise::promise(env, async move {
-                let pool = enqueues.pool().clone();
-                let result = enqueues.settle(turn).await;
-                pool.metrics
-                    .record(METHOD, started.elapsed(), result.as_ref().err());
-                result
-            });
+            // Counted in the pool's metrics by `coalesce` once answered.
+            return enqueues.arrive(env, run_id, run_at, priority);
         }
         unit!(
             self,

@@ -22,16 +22,19 @@
 use crate::error::{Error, Result};
 use crate::exec::{self, Mode, PoolHandle};
 use crate::model::schema::Schema;
-use crate::node::eager;
+use crate::node::{eager, promise};
+use crate::observe::metrics;
 use crate::observe::trace::{self, TraceScope};
 use crate::ports::queue;
 use crate::ports::statements::{Enqueue, ENQUEUE_ROWS};
-use napi::sys;
+use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
+use napi::{sys, Env, JsValue};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 use tokio::sync::oneshot;
 
 /// Most run-id bytes in one coalesced statement (with `ENQUEUE_ROWS`, keeps its packet small).
@@ -54,8 +57,13 @@ struct Request {
     trace: Option<TraceScope>,
 }
 
-/// Where a call's answer will come from (see `Enqueues::arrive`).
-pub struct Turn(oneshot::Receiver<Result<()>>);
+/// A call of the current turn, on the JS thread: its arguments, the promise its caller holds
+/// (settled by the promise `hand_over` makes for it) and when it was made.
+struct Pending {
+    request: Request,
+    deferred: sys::napi_deferred,
+    started: Instant,
+}
 
 /// A busy slot. Dropped — after its batch's statement, or unused if its task never ran — it
 /// hands itself to what queued meanwhile, or frees itself.
@@ -95,8 +103,6 @@ impl Request {
 struct State {
     /// Slots with a statement in flight (or about to send one).
     busy: usize,
-    /// Calls made in the current JS turn, in call order; handed to `waiting` at its end.
-    gathered: Vec<Call>,
     /// Calls of past turns not sent yet, in call order. Non-empty only while every slot is
     /// busy: a slot frees itself only once nothing waits.
     waiting: VecDeque<Call>,
@@ -118,69 +124,126 @@ impl Enqueues {
         }
     }
 
-    /// The pool the calls run on.
-    pub fn pool(&self) -> &Arc<PoolHandle> {
-        &self.pool
-    }
-
     fn state(&self) -> MutexGuard<'_, State> {
         // The lock guards plain bookkeeping that no panic leaves half-done.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A call's place in line, taken on the JS thread (`env`) as the call is made, so that calls
-    /// go in the order the caller made them. The turn's first call queues the microtask that
-    /// hands the turn's calls over (`turn_ended`); if that cannot be queued, the call is handed
-    /// over at once, as a lone call.
-    pub fn arrive(
+    /// A call's promise, made on the JS thread (`env`) as the call is made; the call takes its
+    /// place in line then, so that calls go in the order the caller made them. The turn's first
+    /// call queues the microtask that hands the turn's calls over (`turn_ended`); if that cannot
+    /// be queued, the call is handed over at once, as a lone call.
+    pub fn arrive<'env>(
         self: &Arc<Self>,
-        env: sys::napi_env,
+        env: &'env Env,
         run_id: String,
         run_at: i64,
         priority: Option<i64>,
-    ) -> Turn {
-        let request = Request {
-            run_id,
-            run_at,
-            priority,
-            trace: trace::take_armed(),
-        };
-        let (answer, answered) = oneshot::channel();
-        let first = {
-            let mut st = self.state();
-            st.gathered.push(Call { request, answer });
-            st.gathered.len() == 1
-        };
-        if first && !at_turn_end(env, self) {
-            self.hand_over();
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
+        let raw = env.raw();
+        let mut deferred = ptr::null_mut();
+        let mut promise = ptr::null_mut();
+        // SAFETY: `raw` is the live environment of the JS thread this call is made on.
+        if unsafe { sys::napi_create_promise(raw, &mut deferred, &mut promise) } != OK {
+            return Err(napi::Error::from_reason("could not make a promise"));
         }
-        Turn(answered)
-    }
-
-    /// The call's answer.
-    pub async fn settle(&self, turn: Turn) -> Result<()> {
-        turn.0.await.unwrap_or_else(|_| {
-            Err(Error::Contract(
-                "internal error: a coalesced enqueue went unanswered (please report this)".into(),
-            ))
-        })
-    }
-
-    /// The end of a turn: its calls join the queue, and a free slot starts sending at once. Its
-    /// first statement is written from here, the JS thread, with no wake-up of a worker (the
-    /// way a lone call always went: `node/eager.rs`).
-    fn hand_over(self: &Arc<Self>) {
-        let batch = {
-            let mut st = self.state();
-            let gathered = std::mem::take(&mut st.gathered);
-            st.waiting.extend(gathered);
-            if st.busy >= SLOTS || st.waiting.is_empty() {
-                return;
+        let pending = Pending {
+            request: Request {
+                run_id,
+                run_at,
+                priority,
+                trace: trace::take_armed(),
+            },
+            deferred,
+            started: Instant::now(),
+        };
+        let first = GATHERING.with(|g| {
+            let mut g = g.borrow_mut();
+            let first = g.is_empty();
+            match g.iter_mut().find(|(b, _)| Arc::ptr_eq(b, self)) {
+                Some((_, calls)) => calls.push(pending),
+                None => g.push((self.clone(), vec![pending])),
             }
+            first
+        });
+        // SAFETY: as above.
+        if first && !unsafe { queue_microtask(raw) } {
+            turn_over(raw);
+        }
+        Ok(PromiseRaw::new(raw, promise))
+    }
+
+    /// The end of a turn: its calls' promises are made, and the calls join the line. A lone call
+    /// finding the slot free is sent by its own promise, as without coalescing: its statement is
+    /// written from here, the JS thread, and its answer settles it directly (`node/eager.rs`).
+    /// Otherwise each call waits for its answer, and a free slot starts sending the line at once,
+    /// from here too.
+    fn hand_over(self: &Arc<Self>, env: &Env, mut calls: Vec<Pending>) {
+        const METHOD: usize = metrics::index("enqueue");
+        let mut st = self.state();
+        if calls.len() == 1 && st.busy < SLOTS && st.waiting.is_empty() {
+            st.busy += 1;
+            drop(st);
+            if let Some(Pending {
+                mut request,
+                deferred,
+                started,
+            }) = calls.pop()
+            {
+                let slot = Slot(self.clone());
+                let trace = request.trace.take();
+                let fut = async move {
+                    let result = trace::traced(trace, slot.0.alone(&request)).await;
+                    slot.0.record(METHOD, started, &result);
+                    // Answered now; what queued meanwhile is served by a task of its own, which
+                    // inherits the slot.
+                    drop(slot);
+                    result
+                };
+                settle_with(env, deferred, promise::promise(env, fut));
+            }
+            return;
+        }
+        let mut answers = Vec::with_capacity(calls.len());
+        for Pending {
+            request,
+            deferred,
+            started,
+        } in calls
+        {
+            let (answer, answered) = oneshot::channel();
+            st.waiting.push_back(Call { request, answer });
+            answers.push((deferred, started, answered));
+        }
+        let batch = (st.busy < SLOTS).then(|| {
             st.busy += 1;
             take_batch(&mut st.waiting)
-        };
-        eager::start(true, serve(Slot(self.clone()), batch));
+        });
+        drop(st);
+        if let Some(batch) = batch {
+            eager::start(true, serve(Slot(self.clone()), batch));
+        }
+        for (deferred, started, answered) in answers {
+            let me = self.clone();
+            let fut = async move {
+                let result = answered.await.unwrap_or_else(|_| {
+                    Err(Error::Contract(
+                        "internal error: a coalesced enqueue went unanswered (please report this)"
+                            .into(),
+                    ))
+                });
+                me.record(METHOD, started, &result);
+                result
+            };
+            settle_with(env, deferred, promise::promise(env, fut));
+        }
+    }
+
+    /// Counts one finished call in the pool's metrics (`sql.stats()`).
+    fn record(&self, method: usize, started: Instant, result: &Result<()>) {
+        self.pool
+            .metrics
+            .record(method, started.elapsed(), result.as_ref().err());
     }
 
     /// Takes the next batch for a busy slot, or frees the slot when nothing waits.
@@ -268,21 +331,40 @@ fn take_batch(waiting: &mut VecDeque<Call>) -> Vec<Call> {
 }
 
 thread_local! {
-    /// The backends of this JS thread with calls gathered in the current turn, in the order of
-    /// their turn's first call (empty when no `turn_ended` microtask is queued).
-    static GATHERING: RefCell<Vec<Arc<Enqueues>>> = const { RefCell::new(Vec::new()) };
+    /// The calls made on this JS thread in the current turn, per backend, in call order (empty
+    /// when no `turn_ended` microtask is queued).
+    static GATHERING: RefCell<Vec<(Arc<Enqueues>, Vec<Pending>)>> =
+        const { RefCell::new(Vec::new()) };
 }
 
-/// Makes `turn_ended` hand `backend`'s gathered calls over at the end of this turn, queueing the
-/// microtask unless an earlier call of the turn did. False if it could not be queued.
-fn at_turn_end(env: sys::napi_env, backend: &Arc<Enqueues>) -> bool {
-    let queued = GATHERING.with(|g| !g.borrow().is_empty());
-    // SAFETY: `env` is the live environment of the JS thread this call was made on.
-    if !queued && !unsafe { queue_microtask(env) } {
-        return false;
+/// Hands every backend's calls of this turn over (see `Enqueues::hand_over`).
+fn turn_over(env: sys::napi_env) {
+    let env = Env::from_raw(env);
+    let turns = GATHERING.with(|g| std::mem::take(&mut *g.borrow_mut()));
+    for (backend, calls) in turns {
+        backend.hand_over(&env, calls);
     }
-    GATHERING.with(|g| g.borrow_mut().push(backend.clone()));
-    true
+}
+
+/// Settles a caller's promise with the promise `made` for its call (or rejects it).
+fn settle_with(env: &Env, deferred: sys::napi_deferred, made: napi::Result<PromiseRaw<'_, ()>>) {
+    let raw = env.raw();
+    // SAFETY: `deferred` was made in `raw`, on this thread, and is settled exactly once here.
+    unsafe {
+        match made {
+            Ok(p) => {
+                sys::napi_resolve_deferred(raw, deferred, p.raw());
+            }
+            Err(e) => {
+                let mut reason =
+                    <napi::Error as ToNapiValue>::to_napi_value(raw, e).unwrap_or(ptr::null_mut());
+                if reason.is_null() {
+                    sys::napi_get_undefined(raw, &mut reason);
+                }
+                sys::napi_reject_deferred(raw, deferred, reason);
+            }
+        }
+    }
 }
 
 /// `queueMicrotask(turn_ended)`; false (with nothing left pending in `env`) if it failed.
@@ -355,15 +437,12 @@ unsafe fn microtask_fns(env: sys::napi_env) -> Option<(sys::napi_value, sys::nap
     got.then_some((queue, callback))
 }
 
-/// The microtask at the end of a turn with gathered calls: hands each backend's calls over.
+/// The microtask at the end of a turn with calls made: hands them over.
 unsafe extern "C" fn turn_ended(
-    _env: sys::napi_env,
+    env: sys::napi_env,
     _info: sys::napi_callback_info,
 ) -> sys::napi_value {
-    let backends = GATHERING.with(|g| std::mem::take(&mut *g.borrow_mut()));
-    for backend in backends {
-        // A panic must not unwind into Node; the calls it leaves are answered as unanswered.
-        let _ = catch_unwind(AssertUnwindSafe(|| backend.hand_over()));
-    }
+    // A panic must not unwind into Node.
+    let _ = catch_unwind(AssertUnwindSafe(|| turn_over(env)));
     ptr::null_mut()
 }
