@@ -1,11 +1,14 @@
-// Coalesced `enqueue` calls (issue #23, src/node/coalesce.rs): calls made while the backend has an
-// enqueue statement in flight go together as one multi-row upsert. Checked here against a real server:
+// Coalesced `enqueue` calls (issue #23, src/node/coalesce.rs): the calls a backend gets in one
+// synchronous JS turn, and those made while it has an enqueue statement in flight, go together as
+// one multi-row upsert. Checked here against a real server:
 //   (a) the same job rows as the calls one by one (duplicates, priorities, past and future
 //       run_at, a leased job), both contracts;
-//   (b) one call the server refuses fails alone, its neighbours succeed;
-//   (c) a lone call is sent at once, alone, as before (one prepared single-row statement);
+//   (b) one call the server refuses fails alone, its neighbours succeed (behind a held call,
+//       and within one turn);
+//   (c) a lone call is sent alone, as before (one prepared single-row statement);
 //   (d) two bursts over overlapping runs never deadlock each other (no deadlock retries);
-//   (e) a connection lost after a batch was sent: every caller's answer agrees with the disk.
+//   (e) a connection lost after a batch was sent: every caller's answer agrees with the disk;
+//   (f) a burst made in one turn is one statement in one round trip, per backend.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import dc from 'node:diagnostics_channel';
@@ -52,13 +55,18 @@ async function hold(prefix, runId) {
   };
 }
 
+/** Resolves once the current turn (and the microtasks it queued) is over. */
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
 /**
- * `ids` enqueued on `b` while its one statement in flight (an enqueue of `held`) waits on a row
- * lock, so every one of them queues behind it and goes in the batch; each call's `settle`d answer.
+ * `ids` enqueued on `b` while its one statement in flight (an enqueue of `held`, made in a turn of
+ * its own) waits on a row lock, so every one of them queues behind it and goes in the batch; each
+ * call's `settle`d answer.
  */
 async function burstBehindHeld(b, prefix, ids) {
   const release = await hold(prefix, 'held');
   const held = b.queue.enqueue('held');
+  await nextTurn();
   const burst = Promise.all(ids.map((id) => settle(b.queue.enqueue(id))));
   await release();
   await held;
@@ -195,7 +203,40 @@ test('(b) one call the server refuses fails alone; its neighbours are enqueued',
   );
 });
 
-test('(c) a lone call is sent at once, alone: one prepared single-row statement', async () => {
+test('(b) within one turn: the refused call fails alone; its neighbours are enqueued once', async () => {
+  const sql = pool({ connectionLimit: 1 });
+  const prefix = 'bt_';
+  await applySchema(sql, prefix);
+  const b = createMysqlBackend(sql, { prefix });
+  const job = tables(prefix).job;
+  await q(
+    `CREATE TRIGGER bt_refuse BEFORE INSERT ON ${job} FOR EACH ROW
+       IF NEW.run_id = 'bad' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused: bad'; END IF`,
+  );
+  const ids = Array.from({ length: 30 }, (_, i) => (i === 4 ? 'bad' : `ok${i}`));
+  const before1 = sql.stats().coalesced;
+  const got = await Promise.all(ids.map((id) => settle(b.queue.enqueue(id))));
+  assert.deepEqual(
+    ids.filter((_, i) => !got[i].ok),
+    ['bad'],
+  );
+  assert.match(got[4].error.message, /refused: bad/);
+  const rows = await jobs(prefix);
+  assert.deepEqual(rows.map((r) => r.run_id).sort(), ids.filter((id) => id !== 'bad').sort());
+  assert.ok(
+    rows.every((r) => Number(r.version) === 1),
+    'each neighbour applied once',
+  );
+  const s = sql.stats().coalesced;
+  assert.equal(
+    s.resent - before1.resent,
+    30,
+    `the turn's refused batch was re-sent call by call: ${JSON.stringify(s)}`,
+  );
+  assert.equal(s.batches - before1.batches, 1, 'the turn went as one batch');
+});
+
+test('(c) a lone call is sent alone: one prepared single-row statement', async () => {
   const sql = pool({ connectionLimit: 4 });
   const prefix = 'c_';
   await applySchema(sql, prefix);
@@ -304,3 +345,51 @@ for (const kind of ['reset-after-send', 'reset-on-answer']) {
     }
   });
 }
+
+test('(f) a burst made in one turn is one statement in one round trip, per backend', async () => {
+  // The engine makes a burst's calls in one synchronous turn (Promise.all over a map): the whole
+  // burst goes at the turn's end as one multi-row upsert, and a lone call still goes alone.
+  const sql = pool({ connectionLimit: 4 });
+  await applySchema(sql, 'f_');
+  await applySchema(sql, 'g_');
+  const f = createMysqlBackend(sql, { prefix: 'f_' });
+  const g = createMysqlBackend(sql, { prefix: 'g_' });
+  await f.queue.enqueue('warm');
+  await g.queue.enqueue('warm');
+  for (const n of [2, 20, 100]) {
+    const ids = Array.from({ length: n }, (_, i) => `b${n}-${i}`);
+    const s0 = sql.stats();
+    const got = await Promise.all(ids.map((id) => f.queue.enqueue(id, { priority: n })));
+    const s1 = sql.stats();
+    assert.deepEqual(
+      got,
+      ids.map(() => undefined),
+      'each caller answered',
+    );
+    assert.equal(s1.statements - s0.statements, 1, `${n} calls in one turn: one statement`);
+    assert.equal(s1.roundTrips - s0.roundTrips, 1, `${n} calls in one turn: one round trip`);
+    assert.equal(s1.coalesced.batches - s0.coalesced.batches, 1);
+    assert.equal(s1.coalesced.calls - s0.coalesced.calls, n);
+  }
+  // Two backends' bursts in the same turn: one statement each, each on its own tables.
+  const s0 = sql.stats();
+  const xs = Array.from({ length: 10 }, (_, i) => `x${i}`);
+  await Promise.all([...xs.map((id) => f.queue.enqueue(id)), ...xs.map((id) => g.queue.enqueue(`${id}g`))]);
+  const s1 = sql.stats();
+  assert.equal(s1.statements - s0.statements, 2, 'one statement per backend');
+  assert.equal(s1.coalesced.batches - s0.coalesced.batches, 2);
+  const fJobs = (await jobs('f_')).map((r) => r.run_id);
+  const gJobs = (await jobs('g_')).map((r) => r.run_id);
+  assert.ok(xs.every((id) => fJobs.includes(id) && !gJobs.includes(id)));
+  assert.ok(xs.every((id) => gJobs.includes(`${id}g`) && !fJobs.includes(`${id}g`)));
+  // Calls of consecutive turns: each turn's lone call goes alone, never in a batch.
+  const s2 = sql.stats();
+  for (let i = 0; i < 3; i++) {
+    const p = f.queue.enqueue(`turn${i}`);
+    await nextTurn();
+    await p;
+  }
+  const s3 = sql.stats();
+  assert.equal(s3.statements - s2.statements, 3);
+  assert.deepEqual(s3.coalesced, s2.coalesced, 'lone calls are not coalesced');
+});

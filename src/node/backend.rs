@@ -208,12 +208,14 @@ impl NativeBackend {
         specs: Vec<SpecArg>,
         via: Option<RunFn>,
     ) -> Answer<'env, Vec<StartResult>> {
+        // One multi-row INSERT is atomic alone; anything more is one transaction.
+        let mode = Mode::transaction_if(!store::many_runs_in_one_statement(&specs));
         unit!(
             self,
             env,
             "startManyRuns",
             via,
-            Mode::Transaction,
+            mode,
             (run_ids, specs),
             |e, t| { store::start_many_runs(e, t, run_ids, specs) }
         )
@@ -578,17 +580,8 @@ impl NativeBackend {
         via: Option<RunFn>,
     ) -> Answer<'env, ()> {
         if let (Some(enqueues), None) = (&self.enqueues, &via) {
-            const METHOD: usize = metrics::index("enqueue");
-            let enqueues = enqueues.clone();
-            let started = Instant::now();
-            let turn = enqueues.arrive(run_id, run_at, priority);
-            return promise::promise(env, async move {
-                let pool = enqueues.pool().clone();
-                let result = enqueues.settle(turn).await;
-                pool.metrics
-                    .record(METHOD, started.elapsed(), result.as_ref().err());
-                result
-            });
+            // Counted in the pool's metrics by `coalesce` once answered.
+            return enqueues.arrive(env, run_id, run_at, priority);
         }
         unit!(
             self,

@@ -85,17 +85,33 @@ pub async fn start_run<E: Exec>(
     start_result(t, run_id, &outcomes)
 }
 
+/// Specs `start_many_runs` sends in one statement group at most.
+const MANY_CHUNK: usize = 400;
+
+/// Whether `startManyRuns(specs)` is one statement: a single chunk of runs without an
+/// idempotency key, i.e. one multi-row INSERT. A single autocommit statement is all or nothing
+/// by itself (InnoDB rolls a failed statement back whole), so such a unit needs no transaction
+/// around it: one round trip instead of two (`BEGIN` + INSERT, `COMMIT`).
+pub fn many_runs_in_one_statement(specs: &[SpecArg]) -> bool {
+    !specs.is_empty()
+        && specs.len() <= MANY_CHUNK
+        && specs
+            .iter()
+            .all(|s| s.idempotency_key.as_deref().is_none_or(str::is_empty))
+}
+
 /// `startManyRuns`: all specs in order, in chunks of bounded size (the caller makes it one
-/// transaction). Runs without an idempotency key that stand next to each other go as one
-/// multi-row INSERT (`statements::insert_runs`): bulk submission costs one statement per
-/// chunk instead of one per run; a keyed spec keeps its own INSERT IGNORE and lookup.
+/// transaction, unless `many_runs_in_one_statement`). Runs without an idempotency key that
+/// stand next to each other go as one multi-row INSERT (`statements::insert_runs`): bulk
+/// submission costs one statement per chunk instead of one per run; a keyed spec keeps its own
+/// INSERT IGNORE and lookup.
 pub async fn start_many_runs<E: Exec>(
     e: &mut E,
     t: &Schema,
     run_ids: &[String],
     specs: &[SpecArg],
 ) -> Result<Vec<StartResult>> {
-    const CHUNK: usize = 400;
+    const CHUNK: usize = MANY_CHUNK;
     let mut results = Vec::with_capacity(specs.len());
     let pairs: Vec<(&str, SpecArg)> = run_ids
         .iter()
