@@ -17,13 +17,7 @@ import { COUNT_FRACTION, FLOW_REPS, REPS } from './options.mjs';
 import { fmt, fmtRate } from './report.mjs';
 import { retriesSoFar } from './retry.mjs';
 import { delta, innodbMetrics, mainThreadCpuUs, serverCpuUs, statusCounters } from './sampling.mjs';
-
-const median = (xs) => {
-  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
+import { median } from './stats.mjs';
 
 async function truncateAll(impl) {
   for (const t of Object.values(impl.t)) await bench.admin.query(`TRUNCATE TABLE ${t}`);

@@ -12,12 +12,8 @@
 // MariaDB is started (the test harness's).
 import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
-import { createRequire } from 'node:module';
 import { createEngine } from '../__test__/engine/mini-engine.mjs';
-import { startPrivateServer } from '../__test__/helpers/mariadb.mjs';
-
-const require = createRequire(import.meta.url);
-const m = require('../index.js');
+import { m, median, scratchDatabase } from './standalone.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -31,20 +27,9 @@ const REPS = Number(args.reps);
 const LOOPS = Number(args.loops);
 const STEPS = 3;
 
-const server = process.env.MYSQL_URL ? undefined : await startPrivateServer();
-const base = process.env.MYSQL_URL ?? server.url;
-const admin = m.mysqlPool(base);
-const database = `bench_push_drain_${process.pid}`;
-await admin.query(`CREATE DATABASE \`${database}\``);
-const url = new URL(base);
-url.pathname = `/${database}`;
-const sql = m.mysqlPool(url.toString());
-const other = m.mysqlPool(url.toString()); // the parked waiter's own pool
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
+const scratch = await scratchDatabase('push_drain');
+const sql = scratch.pool();
+const other = scratch.pool(); // the parked waiter's own pool
 
 const VARIANTS = ['push off', 'push on', 'push on, a result() parked elsewhere'];
 
@@ -113,7 +98,5 @@ try {
 } finally {
   await sql.close();
   await other.close();
-  await admin.query(`DROP DATABASE IF EXISTS \`${database}\``);
-  await admin.close();
-  await server?.stop();
+  await scratch.close();
 }

@@ -11,12 +11,8 @@
 // path sees); "with flush" also waits until every event row is written.
 import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
-import { createRequire } from 'node:module';
 import { createEngine } from '../__test__/engine/mini-engine.mjs';
-import { startPrivateServer } from '../__test__/helpers/mariadb.mjs';
-
-const require = createRequire(import.meta.url);
-const m = require('../index.js');
+import { m, median, scratchDatabase } from './standalone.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -35,19 +31,8 @@ const STEPS = 3;
 const LEVEL = args.level;
 const ROWS_PER_RUN = LEVEL === 'all' ? STEPS + 2 : 2;
 
-const server = process.env.MYSQL_URL ? undefined : await startPrivateServer();
-const base = process.env.MYSQL_URL ?? server.url;
-const admin = m.mysqlPool(base);
-const database = `bench_timeline_${process.pid}`;
-await admin.query(`CREATE DATABASE \`${database}\``);
-const url = new URL(base);
-url.pathname = `/${database}`;
-const sql = m.mysqlPool(url.toString());
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
+const scratch = await scratchDatabase('timeline');
+const sql = scratch.pool();
 
 async function once(withSink) {
   for (const t of [...Object.values(m.tables('')), '`event`']) await sql.query(`TRUNCATE TABLE ${t}`);
@@ -119,7 +104,5 @@ try {
   );
 } finally {
   await sql.close();
-  await admin.query(`DROP DATABASE IF EXISTS \`${database}\``);
-  await admin.close();
-  await server?.stop();
+  await scratch.close();
 }

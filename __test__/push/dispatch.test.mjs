@@ -5,26 +5,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { closeAdmin } from '../helpers/db.mjs';
-import { WAYS, forkChild, pushDatabase, sleep } from './helpers.mjs';
+import { WAYS, sleep, withChild } from './helpers.mjs';
 
 const LONG = 10_000;
 // "Well before the timeout": generous for a loaded 2-core box and a debug build.
 const PROMPT_MS = 3000;
 
 test.after(closeAdmin);
-
-/** Forks a child (its env: `childEnv`) on a fresh database, runs `body(env, child)`, cleans up. */
-async function withChild(label, body, childEnv = {}) {
-  const env = await pushDatabase(label);
-  const child = await forkChild(env.db.url, childEnv);
-  try {
-    assert.equal(child.ready.state, 'listening');
-    await body(env, child);
-  } finally {
-    await child.close();
-    await env.close();
-  }
-}
 
 for (const [way, make] of Object.entries(WAYS)) {
   test(`work made by ${way} in another process wakes an idle waitForWork(10 s)`, { timeout: 60_000 }, async (t) => {
@@ -66,7 +53,7 @@ test(
         t.diagnostic(`the wait after the tick returned in ${woke.ms} ms`);
         assert.ok(woke.ms < LATCH_PROMPT_MS, `the wait after the tick returned in ${woke.ms} ms, not at once`);
       },
-      { PUSH_INTERVAL_MS: String(LATCH_INTERVAL_MS) },
+      { childEnv: { PUSH_INTERVAL_MS: String(LATCH_INTERVAL_MS) } },
     );
   },
 );

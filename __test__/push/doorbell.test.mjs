@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import m from '../../index.js';
 import { closeAdmin } from '../helpers/db.mjs';
-import { WAYS, forkChild, pushDatabase, sleep } from './helpers.mjs';
+import { WAYS, forkChild, pushDatabase, sleep, withChild as withChildOf } from './helpers.mjs';
 
 const PARK_MS = 10_000;
 // "Well before the park's end": generous for a loaded 2-core box and a debug build.
@@ -16,17 +16,9 @@ const GAP_MS = 1500;
 
 test.after(closeAdmin);
 
-async function withChild(label, body, childEnv = {}) {
-  const env = await pushDatabase(label, undefined, { ring: true });
-  const child = await forkChild(env.db.url, { PUSH_INTERVAL_MS: String(PARK_MS), ...childEnv });
-  try {
-    assert.equal(child.ready.state, 'listening');
-    await body(env, child);
-  } finally {
-    await child.close();
-    await env.close();
-  }
-}
+/** A child parking for PARK_MS (plus `childEnv`) on a database whose own backend rings. */
+const withChild = (label, body, childEnv = {}) =>
+  withChildOf(label, body, { ring: true, childEnv: { PUSH_INTERVAL_MS: String(PARK_MS), ...childEnv } });
 
 const statsOf = async (child) => {
   child.send({ type: 'stats' });

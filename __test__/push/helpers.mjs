@@ -96,6 +96,22 @@ export async function forkChild(url, env = {}) {
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Forks a listening child (its env: `childEnv`) on a fresh database made by pushDatabase (with a
+ * listener that rings when `ring`), runs `body(env, child)`, and closes both whatever happens.
+ */
+export async function withChild(label, body, { childEnv = {}, ring = false } = {}) {
+  const env = await pushDatabase(label, undefined, { ring });
+  const child = await forkChild(env.db.url, childEnv);
+  try {
+    if (child.ready.state !== 'listening') throw new Error(`child started in state ${child.ready.state}`);
+    await body(env, child);
+  } finally {
+    await child.close();
+    await env.close();
+  }
+}
+
 /** The ways to make claimable work that a push test's waiter must hear of: a plain enqueue, an
  * outbox spawn (work made inside a Rust unit), and a timer falling due (no enqueue at all). */
 export const WAYS = {

@@ -218,6 +218,17 @@ function createMysqlListener(sql, opts = {}) {
   /** Each watched run's event cursor: the lowest `seq` any of its streams has seen. */
   const cursors = () => [...progressByRun].map(([runId, subs]) => [runId, Math.min(...[...subs].map((s) => s.seen))]);
 
+  /**
+   * Whether `e` says the event table a statement read was dropped; if so the timeline is turned
+   * off (rechecked after EVENTS_RECHECK_MS) so that the next statement runs without it.
+   */
+  function timelineDropped(e, timeline) {
+    if (!timeline || e?.errno !== ER_NO_SUCH_TABLE || !String(e.message).includes(event.name)) return false;
+    eventsOn = false;
+    eventsCheckedAt = Date.now();
+    return true;
+  }
+
   /** The probe's rows; a dropped event table turns the timeline off and the probe runs without it. */
   async function probeRows() {
     const timeline = (await readsEvents()) ? { table: event.table, cursors: cursors() } : undefined;
@@ -225,9 +236,7 @@ function createMysqlListener(sql, opts = {}) {
     try {
       return await sql.query(text, params);
     } catch (e) {
-      if (!timeline || e?.errno !== ER_NO_SUCH_TABLE || !String(e.message).includes(event.name)) throw e;
-      eventsOn = false;
-      eventsCheckedAt = Date.now();
+      if (!timelineDropped(e, timeline)) throw e;
       const plain = probeStatement(t, Date.now(), names, [...watched.keys()]);
       return sql.query(plain.text, plain.params);
     }
@@ -351,10 +360,8 @@ function createMysqlListener(sql, opts = {}) {
       return rows[0]?.r === 'go' ? 'go' : 'slept';
     } catch (e) {
       if (e?.errno === ER_QUERY_INTERRUPTED) return 'rung';
-      if (!timeline || e?.errno !== ER_NO_SUCH_TABLE || !String(e.message).includes(event.name)) throw e;
-      eventsOn = false; // the event table was dropped: the probe that follows runs without it
-      eventsCheckedAt = Date.now();
-      return 'go';
+      if (!timelineDropped(e, timeline)) throw e;
+      return 'go'; // the probe that follows runs without the timeline
     } finally {
       parkShape = null;
     }
