@@ -101,18 +101,22 @@ function createBell(sql, prefix, report) {
     stats.lookups++;
     const rows = await sql.query(text, params);
     const ids = rows.map((r) => String(r.q)).filter((q) => /^\d+$/.test(q));
-    await Promise.all(
-      ids.map(async (q) => {
-        try {
-          await sql.exec(`KILL QUERY ID ${q}`);
-          stats.kills++;
-        } catch (e) {
-          // Gone already (the park ended): nothing to interrupt. Another user's: say so once.
-          if (e?.errno === ER_KILL_DENIED) report(e);
-          else if (refusal(e)) throw e;
-        }
-      }),
-    );
+    // One at a time, never two in flight: MariaDB's KILL takes the parked session's sleep mutex
+    // with trylock, and SLEEP() shares one mutex across the server. A KILL that lands while
+    // another KILL's victim leaves its sleep finds it taken, wakes its own victim anyway, and
+    // then holds that victim (and every SLEEP() on the server starting or ending) for its 2 s of
+    // retries (measured: parallel KILLs stalled 39 of 93 rings by 2 s; sequential ones, 0 of
+    // 1,708 with three ringers). See docs/push.md, "The doorbell".
+    for (const q of ids) {
+      try {
+        await sql.exec(`KILL QUERY ID ${q}`);
+        stats.kills++;
+      } catch (e) {
+        // Gone already (the park ended): nothing to interrupt. Another user's: say so once.
+        if (e?.errno === ER_KILL_DENIED) report(e);
+        else if (refusal(e)) throw e;
+      }
+    }
     return ids.length;
   }
 
