@@ -590,8 +590,8 @@ export interface MysqlListenerOpts {
   prefix?: string;
   /**
    * The longest wait between two looks at the tables, ms (1..60000): with the doorbell on one
-   * MariaDB server the longest park (default 500; rings end parks at once, so it bounds only what
-   * no ring announces), otherwise the pause between probes (default 50, also on a Galera cluster,
+   * MariaDB server the longest park (default 2000; rings end parks at once, so it bounds only what
+   * no ring announces, such as work made by a process without a listener), otherwise the pause between probes (default 50, also on a Galera cluster,
    * where a ring reaches one node). The knob trading latency for idle cost (docs/push.md).
    */
   intervalMs?: number;

@@ -13,7 +13,7 @@ const PROMPT_MS = 3000;
 test.after(closeAdmin);
 
 test('result() in a child returns soon after another process finishes the run', { timeout: 60_000 }, async (t) => {
-  const env = await pushDatabase('push_done');
+  const env = await pushDatabase('push_done', undefined, { ring: true }); // its markTerminal rings
   const child = await forkChild(env.db.url);
   try {
     const runId = await env.run();

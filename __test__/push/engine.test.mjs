@@ -15,7 +15,7 @@ test(
   'an idle engine loop with a listener starts a run submitted elsewhere promptly',
   { timeout: 120_000 },
   async (t) => {
-    const env = await pushDatabase('push_engine');
+    const env = await pushDatabase('push_engine', undefined, { ring: true }); // a submitter with a listener rings
     const child = await forkChild(env.db.url);
     try {
       child.send({ type: 'engine' });

@@ -28,8 +28,10 @@ const DEFAULT_INTERVAL_MS = 50;
 /**
  * Default longest park with the doorbell on one server: rings end a park at once, so this bounds
  * only what no ring announces (work made by a process without a listener, a lease running out).
+ * Each park costs the server about 0.9 ms of CPU (two thread wake-ups), so it is longer than an
+ * idle engine loop's 1.6 s wait: one park per wait (docs/push.md, "Measured").
  */
-const BELL_INTERVAL_MS = 500;
+const BELL_INTERVAL_MS = 2000;
 /** Fewest ms between two parks that found something at once (a waiter that does not take the work). */
 const GO_PACE_MS = 10;
 /** How long before the first waiter's own timeout a park ends (see parkMs()). */
