@@ -39,10 +39,12 @@ async function once(variant) {
   const backend = m.createMysqlBackend(sql, listener ? { listener } : {});
   let watcher;
   let watching;
+  let watchedRun;
   if (variant.includes('parked')) {
     watcher = m.createMysqlListener(other);
     const b = m.createMysqlBackend(other, { listener: watcher });
     const { runId } = await b.store.startRun({ name: 'never', version: 1, input: 0 });
+    watchedRun = runId;
     watching = watcher.wakeup.wait(runId, 600_000);
     for (const end = Date.now() + 5000; watcher.stats().parks === 0 && Date.now() < end; ) {
       await new Promise((r) => setTimeout(r, 5));
@@ -73,6 +75,7 @@ async function once(variant) {
   const woke = watcher?.stats();
   await listener?.close();
   await watcher?.close();
+  watcher?.wakeup.signal(watchedRun); // close() leaves result() waiters to their own timeout
   await watching;
   return { rate, lookups: rang?.lookups ?? 0, kills: rang?.kills ?? 0, parks: woke?.parks ?? 0 };
 }

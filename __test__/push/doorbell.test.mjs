@@ -223,6 +223,38 @@ test('a run ending rings result() waiters, not the parks of idle workers', { tim
   }
 });
 
+test(
+  "a run's end rings the parks waiting for that run, not a result() waiting for another",
+  { timeout: 60_000 },
+  async () => {
+    const env = await pushDatabase('bell_runs', undefined, { ring: true });
+    const sql = m.mysqlPool(env.db.url);
+    const parked = m.createMysqlListener(sql, { intervalMs: PARK_MS });
+    try {
+      parked.start();
+      const mine = await env.run();
+      const waited = parked.wakeup.wait(mine, PARK_MS);
+      await sleep(300); // parked on `mine`
+      for (let i = 0; i < 5; i++) {
+        await env.backend.store.markTerminal(await env.run(), { status: 'done', output: i }); // other runs
+        await sleep(30);
+      }
+      const before = parked.stats();
+      assert.equal(before.rung, 0, `no other run's end reached the park (${JSON.stringify(before)})`);
+      const endedAt = Date.now();
+      await env.backend.store.markTerminal(mine, { status: 'done', output: 42 });
+      await waited;
+      const after = parked.stats();
+      assert.ok(after.rung >= 1, `its own run's end rang it (${JSON.stringify(after)})`);
+      assert.ok(Date.now() - endedAt < PROMPT_MS, `the wait ended ${Date.now() - endedAt} ms after the run did`);
+    } finally {
+      await parked.close();
+      await sql.close();
+      await env.close();
+    }
+  },
+);
+
 test('doorbell: false polls, and the option is checked', async () => {
   const env = await pushDatabase('bell_off');
   const listener = m.createMysqlListener(env.sql, { doorbell: false, intervalMs: 20 });

@@ -31,32 +31,79 @@ const ER_DENIED = new Set([1142, 1227, 1044, 1045]);
 /** A new listener's token: what tells its own park from the others of the same prefix. */
 const newToken = () => crypto.randomBytes(6).toString('hex');
 
+// What a park waits for, and what a ring announces, are kinds: 'w' work (a job claimable, a
+// timer to re-read), 'd' a run's new status. A ring of one kind interrupts only the parks that
+// wait for it, so runs finishing in a busy drain do not wake idle workers, nor enqueues a
+// result() waiter; and a 'd' ring only the parks waiting for the runs it names.
+
 /**
- * What a park waits for, and what a ring announces: 'w' work (a job claimable, a timer to
- * re-read), 'd' a run's new status. A ring of one kind interrupts only the parks that wait for it,
- * so runs finishing in a busy drain do not wake idle workers, nor enqueues a result() waiter.
+ * Most run ids a park names in its 'd' comment; a park watching more runs says `all` (any run's
+ * ring reaches it), so a comment stays short whatever a process waits for.
  */
-const KINDS = ['w', 'd'];
+const MAX_TAGGED_RUNS = 16;
+/** A ring that ended more runs than this at once reaches every 'd' park (one short lookup). */
+const MAX_RUNG_RUNS = 64;
 
-/** The comments a park by the listener `token` carries: one per kind it waits for (the prefix as hex: any text is safe). */
-const parkTag = (prefix, token, kinds) =>
-  kinds.map((k) => `/*${MARK}-${k}:${Buffer.from(prefix).toString('hex')}:${token}*/`).join(' ');
+const hexOf = (text) => Buffer.from(String(text)).toString('hex');
 
 /**
- * The lookup: the query ids of the statements parked under `prefix` for any of `kinds` — those of
- * `token` when `own`, otherwise everybody else's. The mark is built by CONCAT so that this
+ * The comments a park by the listener `token` carries: one per kind it waits for (the prefix and
+ * run ids as hex: any text is safe). A 'd' comment names the runs waited for — `.<hex>.<hex>.` —
+ * or `all`, so that a run's end rings only the parks waiting for that run: in a busy drain the
+ * completions of other runs do not wake a `result()` waiter over and over.
+ */
+function parkTag(prefix, token, kinds, runIds = []) {
+  const runs = runIds.length > 0 && runIds.length <= MAX_TAGGED_RUNS ? `.${runIds.map(hexOf).join('.')}.` : 'all';
+  return kinds.map((k) => `/*${MARK}-${k}:${hexOf(prefix)}:${token}:${k === 'd' ? runs : ''}*/`).join(' ');
+}
+
+/**
+ * The lookup: the query ids of the statements parked under `prefix` for what `ask` announces
+ * (`{ w, d, all, runs }`: work; runs ended — those of `runs`, or any when `all`) — those of
+ * `token` when `own`, otherwise everybody else's. The marks are built by CONCAT so that this
  * statement's own text never matches itself (nor another ringer's lookup).
  */
-function lookupStatement(prefix, token, own, kinds = KINDS) {
-  const hex = Buffer.from(prefix).toString('hex');
+function lookupStatement(prefix, token, own, ask = ANY) {
+  const hex = hexOf(prefix);
+  const clauses = [];
+  const params = [];
+  if (ask.w) {
+    clauses.push(`INSTR(INFO, CONCAT('/', '*${MARK}-w:', ?, ':')) > 0`);
+    params.push(hex);
+  }
+  if (ask.d) {
+    const runs = [...ask.runs];
+    if (ask.all || runs.length === 0 || runs.length > MAX_RUNG_RUNS) {
+      clauses.push(`INSTR(INFO, CONCAT('/', '*${MARK}-d:', ?, ':')) > 0`);
+      params.push(hex);
+    } else {
+      const named = runs.map(() => "INSTR(INFO, CONCAT('.', ?, '.')) > 0").join(' OR ');
+      clauses.push(`(INSTR(INFO, CONCAT('/', '*${MARK}-d:', ?, ':')) > 0 AND (INSTR(INFO, ':all*/') > 0 OR ${named}))`);
+      params.push(hex, ...runs.map(hexOf));
+    }
+  }
   const mine = own ? '> 0' : '= 0';
-  const marked = kinds.map((k) => `INSTR(INFO, CONCAT('/', '*${MARK}-${k}:', ?, ':')) > 0`).join(' OR ');
   return {
     text:
       "SELECT QUERY_ID AS q FROM information_schema.PROCESSLIST WHERE COMMAND = 'Query'" +
-      ` AND (${marked}) AND INSTR(INFO, CONCAT(':', ?, '*', '/')) ${mine}`,
-    params: [...kinds.map(() => hex), token],
+      ` AND (${clauses.join(' OR ')}) AND INSTR(INFO, CONCAT(':', ?, ':')) ${mine}`,
+    params: [...params, token],
   };
+}
+
+/** What one ring asks for: work made (`w`), runs ended (`d`: those in `runs`, or any when `all`). */
+const newAsk = () => ({ w: false, d: false, all: false, runs: new Set() });
+/** Every park of the prefix: a listener ending its own park, whatever it waits for. */
+const ANY = Object.freeze({ w: true, d: true, all: true, runs: new Set() });
+
+/** Adds a ring of `kind` (for `runIds`, undefined: any run) to `ask`. */
+function addTo(ask, kind, runIds) {
+  if (kind === 'w') ask.w = true;
+  else {
+    ask.d = true;
+    if (runIds === undefined) ask.all = true;
+    else for (const r of runIds) ask.runs.add(r);
+  }
 }
 
 /** Why the server will not let this process ring (a reason to turn the bell off), or undefined. */
@@ -80,8 +127,8 @@ function createBell(sql, prefix, report) {
   const stats = { rings: 0, lookups: 0, kills: 0 };
   let offReason; // set once: the bell no longer rings, and the listener polls
   let inFlight = false;
-  const again = new Set(); // kinds asked for while a ring was in flight or due
-  const due = new Set(); // kinds of the merged ring the timer will send
+  let again = newAsk(); // asked for while a ring was in flight
+  let due = newAsk(); // the merged ring the timer will send
   let lastAt = 0;
   let gapMs = MIN_GAP_MS;
   let timer = null;
@@ -96,8 +143,8 @@ function createBell(sql, prefix, report) {
   };
 
   /** Interrupts every statement `lookup` names; answers how many there were. */
-  async function killAll(own, kinds) {
-    const { text, params } = lookupStatement(prefix, token, own, kinds);
+  async function killAll(own, ask) {
+    const { text, params } = lookupStatement(prefix, token, own, ask);
     stats.lookups++;
     const rows = await sql.query(text, params);
     const ids = rows.map((r) => String(r.q)).filter((q) => /^\d+$/.test(q));
@@ -120,11 +167,11 @@ function createBell(sql, prefix, report) {
     return ids.length;
   }
 
-  async function send(kinds) {
+  async function send(ask) {
     inFlight = true;
     lastAt = Date.now();
     try {
-      const found = await killAll(false, kinds);
+      const found = await killAll(false, ask);
       gapMs = found > 0 ? MIN_GAP_MS : Math.min(MAX_GAP_MS, gapMs * 2);
     } catch (e) {
       const why = refusal(e);
@@ -133,28 +180,32 @@ function createBell(sql, prefix, report) {
     } finally {
       inFlight = false;
     }
-    if (again.size > 0 && !offReason) {
-      const kinds = [...again];
-      again.clear();
-      for (const k of kinds) ring(k);
+    if ((again.w || again.d) && !offReason) {
+      const next = again;
+      again = newAsk();
+      if (next.w) ring('w');
+      if (next.d) ring('d', next.all ? undefined : [...next.runs]);
     }
   }
 
-  /** Asks for a ring of `kind` ('w' or 'd'; see KINDS). */
-  function ring(kind) {
+  /**
+   * Asks for a ring of `kind` ('w' or 'd', the kinds above); for 'd', `runIds` names the runs that
+   * ended (undefined: any, e.g. a cancel by filter).
+   */
+  function ring(kind, runIds) {
     if (offReason) return;
     stats.rings++;
     if (inFlight) {
-      again.add(kind);
+      addTo(again, kind, runIds);
       return;
     }
-    due.add(kind);
+    addTo(due, kind, runIds);
     if (timer) return; // a merged ring is already due
     const fire = () => {
       timer = null;
-      const kinds = KINDS.filter((k) => due.has(k));
-      due.clear();
-      void send(kinds);
+      const ask = due;
+      due = newAsk();
+      void send(ask);
     };
     const wait = lastAt + gapMs - Date.now();
     if (wait <= 0) {
@@ -167,14 +218,14 @@ function createBell(sql, prefix, report) {
 
   return {
     token,
-    /** The tag of a park of this listener that waits for `kinds`. */
-    tagFor: (kinds) => parkTag(prefix, token, kinds),
+    /** The tag of a park of this listener that waits for `kinds` (and, for 'd', `runIds`). */
+    tagFor: (kinds, runIds) => parkTag(prefix, token, kinds, runIds),
     ring,
     /** Ends this listener's own park, if one is parked; never rejects. */
     async interrupt() {
       if (offReason) return;
       try {
-        await killAll(true, KINDS);
+        await killAll(true, ANY);
       } catch (e) {
         const why = refusal(e);
         if (why) turnOff(why);
@@ -187,4 +238,4 @@ function createBell(sql, prefix, report) {
   };
 }
 
-module.exports = { createBell, parkTag, lookupStatement, MARK, KINDS };
+module.exports = { createBell, parkTag, lookupStatement, MARK };

@@ -348,7 +348,7 @@ function createMysqlListener(sql, opts = {}) {
     const runs = [...watched.keys()].map((runId) => [runId, lastStatus.get(runId)]);
     const shape = { work: work.size > 0, runs: new Set(runs.map(([runId]) => runId)) };
     const kinds = [...(shape.work ? ['w'] : []), ...(shape.runs.size > 0 ? ['d'] : [])];
-    const { text, params } = parkStatement(t, bell.tagFor(kinds), Date.now(), {
+    const { text, params } = parkStatement(t, bell.tagFor(kinds, [...shape.runs]), Date.now(), {
       work: shape.work,
       names,
       runs,
@@ -468,9 +468,12 @@ function createMysqlListener(sql, opts = {}) {
     keepAlive = null;
   };
 
-  /** Tells parked listeners of other processes to look now: 'w' work made, 'd' a run finished. */
-  const ring = (kind) => {
-    if (mode !== 'polling') bell?.ring(kind);
+  /**
+   * Tells parked listeners of other processes to look now: 'w' work made, 'd' runs finished
+   * (`runIds`; undefined: any).
+   */
+  const ring = (kind, runIds) => {
+    if (mode !== 'polling') bell?.ring(kind, runIds);
   };
 
   const wakeup = {
@@ -490,7 +493,7 @@ function createMysqlListener(sql, opts = {}) {
     },
     /** A run of this process reached a terminal status: local waiters now, other processes by the bell. */
     signal(runId) {
-      ring('d');
+      ring('d', [runId]);
       return completion.signal(runId);
     },
   };

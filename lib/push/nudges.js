@@ -29,13 +29,13 @@ const enqueues = (fx) => fx !== null && typeof fx === 'object' && (fx.enqueue?.l
 /** True when an outbox schedules a timer: a park sleeps until the soonest one it saw, so it must look again. */
 const schedules = (fx) => fx !== null && typeof fx === 'object' && fx.timers?.length > 0;
 
-/** `port[name]` nudging after it resolves, when `made(result, args)` says it made work. */
+/** `port[name]` calling `nudge(args)` after it resolves, when `made(result, args)` says it made work. */
 function after(port, name, made, nudge) {
   const inner = port[name];
   if (typeof inner !== 'function') return;
   port[name] = async (...args) => {
     const out = await inner.apply(port, args);
-    if (made(out, args)) nudge();
+    if (made(out, args)) nudge(args);
     return out;
   };
 }
@@ -47,14 +47,15 @@ function after(port, name, made, nudge) {
  */
 function withListener(ports, listener) {
   const nudge = typeof listener[NUDGE] === 'function' ? () => listener[NUDGE]() : () => {};
-  const ringer = typeof listener[RING] === 'function' ? (kind) => listener[RING](kind) : () => {};
-  const ended = () => ringer('d'); // a run's new status: result() and watch() elsewhere
+  const ringer = typeof listener[RING] === 'function' ? (kind, runIds) => listener[RING](kind, runIds) : () => {};
+  const ended = ([runId]) => ringer('d', [runId]); // a run's new status: result() and watch() elsewhere
+  const cancelled = () => ringer('d'); // by filter: any run
   const scheduled = () => ringer('w'); // a timer: parked workers re-read the soonest one
   const { queue, store, timer } = ports;
   const always = () => true;
   // Before the nudges: a markTerminal whose outbox enqueues also nudges (both ring; rings merge).
   after(store, 'markTerminal', always, ended);
-  after(store, 'cancelRuns', (n) => n > 0, ended);
+  after(store, 'cancelRuns', (n) => n > 0, cancelled);
   if (timer) after(timer, 'schedule', always, scheduled);
   for (const name of ['checkpointStep', 'suspendRun']) {
     after(store, name, (_, args) => schedules(args[name === 'checkpointStep' ? 1 : 2]), scheduled);
