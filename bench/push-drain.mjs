@@ -2,9 +2,10 @@
 // What push costs a busy drain (issue #22: "drain throughput with push on is within noise of push
 // off"): runs/s of a mini-engine drain (3-step runs, batches of 20, LOOPS loops) on a backend
 // without a listener, with one (its markTerminal calls ring), and with one while another pool of
-// the same process keeps a result() waiter parked on a run that never ends (every ring then
-// finds a park to interrupt: the doorbell's worst case). Interleaved, the order rotating, medians
-// and the median of per-round ratios.
+// the same process keeps a result() waiter parked on a run that never ends (the worst case before
+// rings named their runs: every completion's ring interrupted it). 'push off, again' measures the
+// host's noise. Interleaved, the order rotating, medians and the median (and quartiles) of
+// per-round ratios.
 //
 //   node bench/push-drain.mjs [--runs 400] [--reps 7] [--loops 4]
 //
@@ -31,11 +32,12 @@ const scratch = await scratchDatabase('push_drain');
 const sql = scratch.pool();
 const other = scratch.pool(); // the parked waiter's own pool
 
-const VARIANTS = ['push off', 'push on', 'push on, a result() parked elsewhere'];
+// 'push off, again' is push off once more: its ratio to push off is the noise of this host.
+const VARIANTS = ['push off', 'push off, again', 'push on', 'push on, a result() parked elsewhere'];
 
 async function once(variant) {
   for (const t of Object.values(m.tables(''))) await sql.query(`TRUNCATE TABLE ${t}`);
-  const listener = variant === 'push off' ? undefined : m.createMysqlListener(sql);
+  const listener = variant.startsWith('push off') ? undefined : m.createMysqlListener(sql);
   const backend = m.createMysqlBackend(sql, listener ? { listener } : {});
   let watcher;
   let watching;
@@ -91,9 +93,11 @@ try {
   console.log(`push drain bench: ${RUNS} runs of ${STEPS} steps, ${LOOPS} loop(s), ${REPS} interleaved reps, medians`);
   for (const v of VARIANTS) {
     const xs = out[v];
-    const ratio = median(xs.map((x, i) => x.rate / out['push off'][i].rate));
+    const ratios = xs.map((x, i) => x.rate / out['push off'][i].rate).sort((a, b) => a - b);
+    const quartile = (q) => ratios[Math.round(q * (ratios.length - 1))].toFixed(2);
     console.log(
-      `  ${v.padEnd(38)} ${median(xs.map((x) => x.rate)).toFixed(0)} runs/s, ÷ push off ${ratio.toFixed(2)}` +
+      `  ${v.padEnd(38)} ${median(xs.map((x) => x.rate)).toFixed(0)} runs/s, ÷ push off ${median(ratios).toFixed(2)}` +
+        ` (quartiles ${quartile(0.25)}–${quartile(0.75)})` +
         `; lookups ${median(xs.map((x) => x.lookups))}, parks interrupted ${median(xs.map((x) => x.kills))}` +
         `, the waiter's parks ${median(xs.map((x) => x.parks))} per drain`,
     );
