@@ -43,6 +43,32 @@ function specOf(spec, name, { emptyKeyIsAbsent = true, v3 = false } = {}) {
   };
 }
 
+/** A string as it crosses to Rust: a lone UTF-16 surrogate becomes U+FFFD, as napi converts it. */
+const wellFormed = (v) => (v === undefined ? null : v.toWellFormed());
+
+/**
+ * `startManyRuns`' specs (encoded by `specOf`) with their run ids, as the one JSON text Rust
+ * parses (src/ports/args.rs, `spec_rows`): a row per spec, in that order. The strings are made
+ * well-formed first: JSON would carry a lone surrogate as an escape Rust's parser refuses.
+ */
+function specRows(ids, encoded) {
+  return JSON.stringify(
+    encoded.map((s, i) => [
+      wellFormed(ids[i]),
+      wellFormed(s.name),
+      s.version,
+      s.input ?? null,
+      wellFormed(s.idempotencyKey),
+      s.tags ?? null,
+      wellFormed(s.parentRunId),
+      wellFormed(s.parentCursorKey),
+      s.depth,
+      s.priority,
+      s.createdAt,
+    ]),
+  );
+}
+
 /** Enqueue options; an absent priority stays undefined (0 under 2.0.0-alpha.2, the run's own
  * priority under 3.0 — Rust decides). */
 function enqueueOpts(opts, name) {
@@ -155,6 +181,7 @@ module.exports = {
   ACTIVE_STATUSES,
   absent,
   specOf,
+  specRows,
   enqueueOpts,
   idList,
   outboxOf,

@@ -57,14 +57,14 @@ function createStore(call, newId, contract) {
     },
     async startManyRuns(specs) {
       let ids;
-      const out = await call('startManyRuns', () => {
+      const text = await call('startManyRuns', () => {
         c.arr(specs, 'specs');
         if (specs.length > MAX_BATCH) throw c.rangeError(`specs: at most ${MAX_BATCH} specs per call`);
         const encoded = specs.map((s, i) => spec(s, `specs[${i}]`));
         ids = encoded.map(() => newId());
-        return [ids, encoded];
+        return [enc.specRows(ids, encoded)];
       });
-      return out.map((r, i) => created(r, ids[i]));
+      return JSON.parse(text).map(([runId, isNew, status], i) => created({ runId, created: isNew, status }, ids[i]));
     },
     async loadRun(runId) {
       const text = await call('loadRun', () => [c.str(runId, 'runId')]);

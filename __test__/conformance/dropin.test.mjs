@@ -121,6 +121,39 @@ function suite(ctx) {
     assert.deepEqual((await ctx.store.listRuns({ tag: 'plain' }, { limit: 5 })).runs, []);
   });
 
+  test('lone surrogates through startManyRuns: the rows startRun writes, keys matched the same way', async () => {
+    const spec = (n) => ({
+      name: `lone\uDC00${n}`,
+      version: 1,
+      input: { s: '\uDBFF' },
+      tags: ['x\uD800y'],
+      parentRunId: 'p\uD800',
+      parentCursorKey: 'k\uDFFF',
+      depth: 1,
+      createdAt: at(1),
+    });
+    const cols = 'name, version, status, input, idempotency_key, tags, parent_run_id, parent_cursor_key, depth';
+    const row = async (id) => (await ctx.sql.query(`SELECT ${cols} FROM ${ctx.t.run} WHERE id = ?`, [id]))[0];
+    const alone = await ctx.store.startRun(spec('a'));
+    const keyed = { ...spec('k'), idempotencyKey: 'key\uD800' };
+    const many = await ctx.store.startManyRuns([spec('a'), keyed, spec('b')]);
+    assert.deepEqual(
+      many.map((r) => [r.created, r.status]),
+      [
+        [true, 'pending'],
+        [true, 'pending'],
+        [true, 'pending'],
+      ],
+    );
+    assert.deepEqual(await row(many[0].runId), await row(alone.runId));
+    assert.equal((await row(many[1].runId)).idempotency_key, 'key\uFFFD');
+    assert.equal((await row(many[2].runId)).name, 'lone\uFFFDb');
+    // The stored key is U+FFFD's: the same lone surrogate finds the run again, in bulk and alone.
+    const again = await ctx.store.startManyRuns([keyed]);
+    assert.deepEqual(again, [{ runId: many[1].runId, created: false, status: 'pending' }]);
+    assert.equal((await ctx.store.startRun(keyed)).runId, many[1].runId);
+  });
+
   test('markRunning on a run whose stored attempts is negative (written by someone else)', async () => {
     const run = await ctx.newRun();
     await ctx.sql.exec(`UPDATE ${ctx.t.run} SET attempts = -2 WHERE id = ?`, [run]);

@@ -74,6 +74,19 @@ pub struct StartResult {
     pub status: String,
 }
 
+impl StartResult {
+    /// `startManyRuns`' answers as one JSON text, `[[runId, created, status], …]`: one string
+    /// crosses to JS (which `JSON.parse`s it) instead of an object per spec made by napi.
+    pub fn rows_json(results: &[StartResult]) -> Result<String> {
+        let rows: Vec<(&str, bool, &str)> = results
+            .iter()
+            .map(|r| (r.run_id.as_str(), r.created, r.status.as_str()))
+            .collect();
+        serde_json::to_string(&rows)
+            .map_err(|e| Error::Contract(format!("internal error: startManyRuns' answer ({e})")))
+    }
+}
+
 /// How a column's cell becomes a JSON member.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {

@@ -16,7 +16,7 @@ use crate::node::promise;
 use crate::node::sql::{NativeSql, NativeTx, TxInner};
 use crate::observe::metrics;
 use crate::ports::args::{
-    CheckpointArg, CronArg, EnqueueArg, ListArg, OutboxArg, RunSetArg, SpecArg,
+    self, CheckpointArg, CronArg, EnqueueArg, ListArg, OutboxArg, RunSetArg, SpecArg,
 };
 use crate::ports::queue;
 use crate::ports::store;
@@ -200,14 +200,16 @@ impl NativeBackend {
         )
     }
 
-    #[napi(ts_return_type = "Promise<StartResult[]>")]
+    /// `specs`: one JSON array of rows (`args::spec_rows`); answers `StartResult::rows_json`.
+    #[napi(ts_return_type = "Promise<string>")]
     pub fn start_many_runs<'env>(
         &self,
         env: &'env Env,
-        run_ids: Vec<String>,
-        specs: Vec<SpecArg>,
+        specs: String,
         via: Option<RunFn>,
-    ) -> Answer<'env, Vec<StartResult>> {
+    ) -> Answer<'env, String> {
+        let (run_ids, specs) =
+            promise::sync(env, args::spec_rows(&specs).map_err(Error::Contract))?;
         // One multi-row INSERT is atomic alone; anything more is one transaction.
         let mode = Mode::transaction_if(!store::many_runs_in_one_statement(&specs));
         unit!(
@@ -217,7 +219,12 @@ impl NativeBackend {
             via,
             mode,
             (run_ids, specs),
-            |e, t| { store::start_many_runs(e, t, run_ids, specs) }
+            |e, t| {
+                async {
+                    let results = store::start_many_runs(e, t, run_ids, specs).await?;
+                    StartResult::rows_json(&results)
+                }
+            }
         )
     }
 

@@ -204,6 +204,7 @@ impl Enqueues {
             }
             return;
         }
+        let mut deferreds = Vec::with_capacity(calls.len());
         let mut answers = Vec::with_capacity(calls.len());
         for Pending {
             request,
@@ -213,7 +214,8 @@ impl Enqueues {
         {
             let (answer, answered) = oneshot::channel();
             st.waiting.push_back(Call { request, answer });
-            answers.push((deferred, started, answered));
+            deferreds.push(deferred);
+            answers.push((started, answered));
         }
         let batch = (st.busy < SLOTS).then(|| {
             st.busy += 1;
@@ -223,9 +225,12 @@ impl Enqueues {
         if let Some(batch) = batch {
             eager::start(true, serve(Slot(self.clone()), batch));
         }
-        for (deferred, started, answered) in answers {
-            let me = self.clone();
-            let fut = async move {
+        // The turn's calls are answered together (they go in one statement unless the turn made
+        // more than one statement holds): one task and one settlement for all of them.
+        let me = self.clone();
+        let all = async move {
+            let mut results = Vec::with_capacity(answers.len());
+            for (started, answered) in answers {
                 let result = answered.await.unwrap_or_else(|_| {
                     Err(Error::Contract(
                         "internal error: a coalesced enqueue went unanswered (please report this)"
@@ -233,9 +238,18 @@ impl Enqueues {
                     ))
                 });
                 me.record(METHOD, started, &result);
-                result
-            };
-            settle_with(env, deferred, promise::promise(env, fut));
+                results.push(result);
+            }
+            results
+        };
+        if let Err(e) = promise::settle_all(env, deferreds.clone(), all) {
+            for deferred in deferreds {
+                settle_with(
+                    env,
+                    deferred,
+                    Err(napi::Error::from_reason(e.reason.clone())),
+                );
+            }
         }
     }
 

@@ -62,6 +62,40 @@ where
     Ok(PromiseRaw::new(raw, promise))
 }
 
+/// Settles promises the caller made (`deferreds`, on this JS thread) with the answers `fut`
+/// gives, in the same order: one future and one settlement for a group of calls answered
+/// together (a coalesced batch), where `promise` would cost each call a task of its own, a
+/// settlement of its own and a promise resolved with another promise. The group counts as one
+/// call in flight. A missing answer rejects its promise.
+pub fn settle_all(
+    env: &Env,
+    deferreds: Vec<sys::napi_deferred>,
+    fut: impl Future<Output = Vec<Result<()>>> + Send + 'static,
+) -> napi::Result<()> {
+    let raw = env.raw();
+    let settler = Settler::of(raw)?;
+    settler.started(raw)?;
+    let deferreds: Vec<Deferred> = deferreds.into_iter().map(Deferred).collect();
+    napi::bindgen_prelude::spawn(async move {
+        let answers = CatchUnwind(Box::pin(fut)).await.unwrap_or_default();
+        settler.finished(Box::new(move |env| {
+            let mut answers = answers.into_iter();
+            for deferred in deferreds {
+                let outcome = answers.next().unwrap_or_else(|| {
+                    Err(Error::Contract(
+                        "internal error: a call of a group went unanswered (please report this)"
+                            .into(),
+                    ))
+                });
+                // SAFETY: called on the JS thread that made the promises, with its live
+                // environment; each deferred is settled once.
+                unsafe { settle(env, deferred, outcome) }
+            }
+        }));
+    });
+    Ok(())
+}
+
 /// `r` for a synchronous entry point: a failure is thrown as our JS error object.
 pub fn sync<T>(env: &Env, r: Result<T>) -> napi::Result<T> {
     r.map_err(|e| e.to_js(env.raw()))
