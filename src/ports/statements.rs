@@ -163,7 +163,15 @@ pub fn enqueue_many(t: &Schema, requests: &[Enqueue], guarded: bool) -> Vec<Stmt
                 params.append(&mut p);
                 rows.push(priority);
             }
-            let text = if guarded {
+            let text = if guarded && chunk.len() == 1 {
+                // One row needs no derived table (which the server materialises): the row is
+                // selected from DUAL only when the guard holds, and `version` below, with no
+                // column of that name selected, means the job's.
+                format!(
+                    "INSERT INTO {} (run_id, run_at, priority, version) SELECT ?, ?, {}, 1 FROM DUAL WHERE {WON} = 1 {ENQUEUE_CONFLICT}",
+                    t.job, rows[0]
+                )
+            } else if guarded {
                 // A derived table of the rows, kept only when the guard holds; its columns are
                 // named apart from the job's so that `version` below means the job's.
                 let select = rows
