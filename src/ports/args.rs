@@ -47,37 +47,21 @@ pub fn spec_rows(text: &str) -> Result<(Vec<String>, Vec<SpecArg>), String> {
         .map_err(|e| format!("internal error: startManyRuns' specs did not parse ({e})"))?;
     Ok(rows
         .into_iter()
-        .map(
-            |(
-                id,
-                name,
-                version,
-                input,
-                idempotency_key,
-                tags,
-                parent_run_id,
-                parent_cursor_key,
-                depth,
-                priority,
-                created_at,
-            )| {
-                (
-                    id,
-                    SpecArg {
-                        name,
-                        version,
-                        input,
-                        idempotency_key,
-                        tags,
-                        parent_run_id,
-                        parent_cursor_key,
-                        depth,
-                        priority,
-                        created_at,
-                    },
-                )
-            },
-        )
+        .map(|r| {
+            let spec = SpecArg {
+                name: r.1,
+                version: r.2,
+                input: r.3,
+                idempotency_key: r.4,
+                tags: r.5,
+                parent_run_id: r.6,
+                parent_cursor_key: r.7,
+                depth: r.8,
+                priority: r.9,
+                created_at: r.10,
+            };
+            (r.0, spec)
+        })
         .unzip())
 }
 
