@@ -25,7 +25,7 @@ pub struct SpecArg {
 /// One `startManyRuns` spec as `lib/encode.js` (`specRows`) sends it, in one JSON array for the
 /// whole call: `[id, name, version, input, idempotencyKey, tags, parentRunId, parentCursorKey,
 /// depth, priority, createdAt]`. One string crosses instead of an object per spec, whose
-/// properties napi would read one by one, by name (about 4 µs a spec, a tenth of a bulk
+/// properties napi would read one by one, by name (about 3 µs a spec, a tenth of a bulk
 /// submission's JavaScript-thread time).
 type SpecRow = (
     String,
