@@ -1,7 +1,7 @@
 // A worker process of the bench's multi-process flow scenario (forked by bench/scenarios/procs.mjs).
 //
 // Protocol (IPC messages, JSON):
-//   parent → { type: 'init', impl: 'seed' | 'native' | 'floor', url, prefix, nativeModule?, flowOpts }
+//   parent → { type: 'init', impl: 'seed' | 'native' | 'native-b' | 'floor', url, prefix, nativeModule?, env?, flowOpts }
 //   worker → { type: 'ready' }                            (pool open and warmed up)
 //   parent → { type: 'go', roots }                        (ids of every root run of the workload)
 //   worker → { type: 'done', n }                          (n more roots completed by this worker)
@@ -54,6 +54,8 @@ async function init(m) {
     sql = backend.sql;
     closeSql = () => backend.close();
   } else {
+    // native-b's settings (BENCH_NATIVE_B_ENV), before the addon is loaded and first used.
+    Object.assign(process.env, m.env ?? {});
     const native = require(m.nativeModule);
     sql = native.mysqlPool(m.url);
     closeSql = () => sql.close();

@@ -1,7 +1,9 @@
 // The implementations under test, side by side: the seed (the published JS package over a mysql2
-// pool, tables js_), native (this package, tables rs_) and the floor (the same work written by hand
-// over raw mysql2, bench/floor/, tables fl_), each with a direct pool for the timed repetitions
-// and, with the counting proxy, a second one through it for the counting pass.
+// pool, tables js_), native (this package, tables rs_), native-b (another build of it, tables rb_,
+// only when asked for: an A/B of two builds inside one process, interleaved like the rest, which
+// a noisy host cannot give across processes) and the floor (the same work written by hand over raw
+// mysql2, bench/floor/, tables fl_), each with a direct pool for the timed repetitions and, with
+// the counting proxy, a second one through it for the counting pass.
 import { readdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve as resolvePath } from 'node:path';
@@ -16,22 +18,60 @@ import { argv } from './options.mjs';
 
 const require = createRequire(import.meta.url);
 
-export const IMPL_NAMES = ['seed', 'native', 'floor'];
+export const IMPL_NAMES = ['seed', 'native', 'native-b', 'floor'];
 
 /**
- * The implementations `--impl` names: `both` (the default: all three, the seed only when its text
- * is there), or one name or a comma-separated list of `seed`, `native`, `floor`.
+ * The implementations `--impl` names: `both` (the default: seed, native and floor, the seed only
+ * when its text is there), or one name or a comma-separated list of `seed`, `native`,
+ * `native-b` (needs `BENCH_NATIVE_B_MODULE`), `floor`.
  */
 export function implsWanted(impl, seedPresent) {
-  if (impl === 'both') return IMPL_NAMES.filter((n) => n !== 'seed' || seedPresent);
+  if (impl === 'both') return IMPL_NAMES.filter((n) => (n !== 'seed' || seedPresent) && n !== 'native-b');
   const names = String(impl)
     .split(',')
     .map((n) => n.trim())
     .filter(Boolean);
   if (names.length === 0 || names.some((n) => !IMPL_NAMES.includes(n))) {
-    throw new Error(`--impl must be both, or seed, native, floor (one or a comma-separated list), got ${impl}`);
+    throw new Error(
+      `--impl must be both, or seed, native, native-b, floor (one or a comma-separated list), got ${impl}`,
+    );
+  }
+  if (names.includes('native-b') && !process.env.BENCH_NATIVE_B_MODULE) {
+    throw new Error("--impl native-b needs BENCH_NATIVE_B_MODULE (the path of the other build's index.js)");
   }
   return IMPL_NAMES.filter((n) => names.includes(n));
+}
+
+/**
+ * `BENCH_NATIVE_B_ENV` ("NAME=value,NAME=value"): environment native-b is loaded and warmed
+ * under, then the previous values come back. It reaches only the settings the addon reads once,
+ * at its first use (`IFW_EAGER_POLL`, `IFW_TOKIO_WORKERS`): each copy of the addon keeps its own.
+ */
+export function nativeBEnv(text = process.env.BENCH_NATIVE_B_ENV ?? '') {
+  const env = {};
+  for (const pair of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new Error(`BENCH_NATIVE_B_ENV: expected NAME=value pairs separated by commas, got ${pair}`);
+    env[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return env;
+}
+
+/** Runs `fn` with `env` set in process.env, then puts the previous values back. */
+export async function withEnv(env, fn) {
+  const before = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, env);
+  try {
+    return await fn();
+  } finally {
+    for (const [k, v] of Object.entries(before)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
 }
 
 /**
@@ -51,9 +91,41 @@ export async function seedFor(impl) {
   return implsWanted(impl, true).includes('seed') ? loadSeed() : null;
 }
 
-function loadNative() {
-  const path = process.env.BENCH_NATIVE_MODULE ? resolvePath(process.env.BENCH_NATIVE_MODULE) : undefined;
+function loadNative(variable = 'BENCH_NATIVE_MODULE') {
+  const path = process.env[variable] ? resolvePath(process.env[variable]) : undefined;
   return { module: require(path ?? '../index.js'), entry: path ?? require.resolve('../index.js') };
+}
+
+/** A native side: `name` over tables `prefix`, from `module` (loaded from `entry`). */
+function nativeImpl(name, prefix, module, entry, env = {}) {
+  const suffix = process.env.BENCH_NATIVE_URL_SUFFIX ?? '';
+  const make = (url) => {
+    const sql = module.mysqlPool(withQuery(url, suffix));
+    cleanups.push(async () => {
+      for (const m of ['close', 'end', 'disconnect']) {
+        if (typeof sql?.[m] === 'function') return sql[m]();
+      }
+    });
+    return sql;
+  };
+  const sql = make(bench.timedUrl);
+  const impl = {
+    name,
+    prefix,
+    url: withQuery(bench.timedUrl, suffix),
+    nativeModule: entry,
+    env,
+    module,
+    sql,
+    backend: module.createMysqlBackend(sql, { prefix }),
+    t: tableNames(prefix),
+  };
+  if (bench.proxy) {
+    impl.countedUrl = withQuery(bench.proxy.url(bench.dbUrl), suffix);
+    impl.countedSql = make(bench.proxy.url(bench.dbUrl));
+    impl.counted = module.createMysqlBackend(impl.countedSql, { prefix });
+  }
+  return impl;
 }
 
 export async function createImpls(seed) {
@@ -94,34 +166,17 @@ export async function createImpls(seed) {
     }
     if (native) {
       bench.nativeInfo = describeBinary(entry);
-      const suffix = process.env.BENCH_NATIVE_URL_SUFFIX ?? '';
-      const make = (url) => {
-        const sql = native.mysqlPool(withQuery(url, suffix));
-        cleanups.push(async () => {
-          for (const m of ['close', 'end', 'disconnect']) {
-            if (typeof sql?.[m] === 'function') return sql[m]();
-          }
-        });
-        return sql;
-      };
-      const sql = make(bench.timedUrl);
-      const impl = {
-        name: 'native',
-        prefix: 'rs_',
-        url: withQuery(bench.timedUrl, suffix),
-        nativeModule: entry,
-        module: native,
-        sql,
-        backend: native.createMysqlBackend(sql, { prefix: 'rs_' }),
-        t: tableNames('rs_'),
-      };
-      if (bench.proxy) {
-        impl.countedUrl = withQuery(bench.proxy.url(bench.dbUrl), suffix);
-        impl.countedSql = make(bench.proxy.url(bench.dbUrl));
-        impl.counted = native.createMysqlBackend(impl.countedSql, { prefix: 'rs_' });
-      }
-      bench.impls.push(impl);
+      bench.impls.push(nativeImpl('native', 'rs_', native, entry));
     }
+  }
+  if (wanted.includes('native-b')) {
+    const env = nativeBEnv();
+    const settings = Object.keys(env).length ? ` under ${process.env.BENCH_NATIVE_B_ENV}` : '';
+    await withEnv(env, () => {
+      const { module, entry } = loadNative('BENCH_NATIVE_B_MODULE');
+      bench.nativeInfo = `${bench.nativeInfo ? `${bench.nativeInfo}; ` : ''}native-b: ${describeBinary(entry)}${settings}`;
+      bench.impls.push(nativeImpl('native-b', 'rb_', module, entry, env));
+    });
   }
   if (wanted.includes('floor')) {
     // The floor has no DDL of its own: the tables come from the same ddl() as the others'.
@@ -176,8 +231,10 @@ async function warm(backend) {
 /** The schema of each implementation, then its pools' connections opened (both pools). */
 export async function prepareImpls() {
   for (const impl of bench.impls) {
-    await impl.module.applySchema(impl.sql, impl.prefix);
-    await warm(impl.backend);
-    if (impl.counted) await warm(impl.counted);
+    await withEnv(impl.env ?? {}, async () => {
+      await impl.module.applySchema(impl.sql, impl.prefix);
+      await warm(impl.backend);
+      if (impl.counted) await warm(impl.counted);
+    });
   }
 }

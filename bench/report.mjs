@@ -7,8 +7,10 @@ import { cpus } from 'node:os';
 import { renderChart } from './chart.mjs';
 import { bench } from './context.mjs';
 import { digestInfo } from './digests.mjs';
+import { IMPL_NAMES } from './impls.mjs';
 import { COUNT_FRACTION, DIGESTS_TOP, FLOW_REPS, FLOW_RUNS, IDLE_MS, REPS, SCALE, SOCKET, argv } from './options.mjs';
 import { commitsLabel } from './sampling.mjs';
+import { median } from './stats.mjs';
 import { writeSummary } from './summary.mjs';
 
 export const fmt = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
@@ -48,15 +50,31 @@ const ratioCell = (r, a, b) => {
   const x = S(r, a, 'rate') / S(r, b, 'rate');
   return Number.isFinite(x) ? `${x.toFixed(2)}×` : 'n/a';
 };
-const IMPLS = ['seed', 'native', 'floor'];
-const RATIOS = '| native/seed | floor/seed | native/floor |';
+/** The columns of the rate tables: seed, native and floor always, native-b when it ran. */
+const hasNativeB = () => bench.impls.some((i) => i.name === 'native-b');
+const columns = () => IMPL_NAMES.filter((n) => n !== 'native-b' || hasNativeB());
+/** The ratios shown: `[a, b]` is a / b; an A/B run adds native-b / native. */
+const ratioPairs = () => [
+  ['native', 'seed'],
+  ['floor', 'seed'],
+  ['native', 'floor'],
+  ...(hasNativeB() ? [['native-b', 'native']] : []),
+];
+const ratioHeads = () =>
+  `| ${ratioPairs()
+    .map(([a, b]) => `${a}/${b}`)
+    .join(' | ')} |`;
 const ratioCells = (r) =>
-  `${ratioCell(r, 'native', 'seed')} | ${ratioCell(r, 'floor', 'seed')} | ${ratioCell(r, 'native', 'floor')} |`;
+  `${ratioPairs()
+    .map(([a, b]) => ratioCell(r, a, b))
+    .join(' | ')} |`;
+const rule = (n) => `|---|${'---:|'.repeat(n)}`;
 
 /** The main table and the detail table: rates and costs per operation of every rate scenario. */
 function printRates(results) {
-  console.log(`| scenario | seed | native | floor ${RATIOS} seed RT/op | native RT/op | floor RT/op |`);
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  const IMPLS = columns();
+  console.log(`| scenario | ${IMPLS.join(' | ')} ${ratioHeads()} ${IMPLS.map((i) => `${i} RT/op`).join(' | ')} |`);
+  console.log(rule(IMPLS.length * 2 + ratioPairs().length));
   for (const r of results) {
     console.log(
       `| ${r.name} | ${IMPLS.map((i) => rateCell(r, i)).join(' | ')} | ${ratioCells(r)} ` +
@@ -66,7 +84,7 @@ function printRates(results) {
   console.log(
     `\nRates are medians over ${REPS} interleaved repetitions (${FLOW_REPS} for flows; ops/s; runs/s for drains, submissions and flows; timers/s for the timer drain). ` +
       `native/seed = native / seed throughput (> 1: native faster); floor = the same work by hand over raw mysql2 (bench/floor/), ` +
-      `native/floor above 1: native beats the floor. RT/op = client commands awaiting a server reply, ` +
+      `native/floor above 1: native beats the floor${hasNativeB() ? '; native-b/native = the other build over this one, in the same process (above 1: native-b faster)' : ''}. RT/op = client commands awaiting a server reply, ` +
       `counted on the wire in a separate pass (${COUNT_FRACTION} of the size).\n`,
   );
 
@@ -101,20 +119,50 @@ function printRates(results) {
 }
 
 /** The tables on stdout; failures, listed last, set the exit code to 1. */
+/**
+ * An A/B run's verdict per scenario: native-b's rate over native's, repetition by repetition
+ * (the two ran back to back in each, so the host's drift cancels), and its CPU per operation
+ * against native's (medians).
+ */
+function printPairs(results) {
+  console.log('\n## native-b against native, paired by repetition\n');
+  console.log(
+    '| scenario | pairs | native-b/native, median | lowest | highest | native-b faster in | Node CPU µs | main-thread CPU µs | server CPU µs |',
+  );
+  console.log(rule(8));
+  for (const r of results) {
+    const a = r.reps?.native ?? [];
+    const b = r.reps?.['native-b'] ?? [];
+    const ratios = b
+      .slice(0, a.length)
+      .map((x, i) => x.rate / a[i].rate)
+      .filter(Number.isFinite);
+    if (ratios.length === 0) continue;
+    const sorted = [...ratios].sort((x, y) => x - y);
+    const both = (k) => `${fmt(S(r, 'native', k), 0)} → ${fmt(S(r, 'native-b', k), 0)}`;
+    console.log(
+      `| ${r.name} | ${ratios.length} | ${median(ratios).toFixed(3)}× | ${sorted[0].toFixed(3)}× | ${sorted.at(-1).toFixed(3)}× | ` +
+        `${ratios.filter((x) => x > 1).length} of ${ratios.length} | ${both('cpuUsPerOp')} | ${both('mainCpuUsPerOp')} | ${both('serverCpuUsPerOp')} |`,
+    );
+  }
+}
+
 export function printTables(all, scenarios, failures) {
   // The push scenario has latencies, not rates: its own tables (printPush), after the others.
   const results = all.filter((r) => r.kind !== 'push');
   if (results.length) printRates(results);
+  if (results.length && hasNativeB()) printPairs(results);
   const flows = results.filter((r) => r.kind === 'flow');
   // Flows: one line per flow, both implementations side by side ("seed / native").
   if (flows.length) {
     const pair = (r, k, d = 0) =>
       bench.impls.map((i) => (r.summary[i.name]?.error ? 'FAILED' : fmt(r.summary[i.name]?.[k], d))).join(' / ');
     console.log(`\n## Engine-driven flows (per run: ${bench.impls.map((i) => i.name).join(' / ')})\n`);
+    const IMPLS = columns();
     console.log(
-      `| flow | seed runs/s | native runs/s | floor runs/s ${RATIOS} statements | commits | round trips | Node CPU µs | main-thread CPU µs | server CPU µs | retries |`,
+      `| flow | ${IMPLS.map((i) => `${i} runs/s`).join(' | ')} ${ratioHeads()} statements | commits | round trips | Node CPU µs | main-thread CPU µs | server CPU µs | retries |`,
     );
-    console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+    console.log(rule(IMPLS.length + ratioPairs().length + 7));
     for (const r of flows) {
       console.log(
         `| ${r.name} | ${IMPLS.map((i) => rateCell(r, i)).join(' | ')} | ${ratioCells(r)} ` +

@@ -6,7 +6,7 @@
 // implementation (seed: js_, native: rs_, floor: fl_). Every scenario runs INTERLEAVED: repetition r
 // runs the implementations back to back, the order reversing per repetition. Medians are reported.
 //
-// Usage: node bench/run.mjs [--only <substring>]... [--reps N] [--impl both|seed|native|floor|a,b]
+// Usage: node bench/run.mjs [--only <substring>]... [--reps N] [--impl both|seed|native|native-b|floor|a,b]
 //                           [--json <file>] [--list] [--no-count] [--no-chart]
 //                           [--chart <svg>] [--results <json>] [--readme <md>]
 // Env:   BENCH_SCALE (default 1; 0.1 for a quick smoke run), BENCH_REPS (default 3),
@@ -24,11 +24,13 @@
 //        BENCH_SOCKET (timed pools of both implementations over a Unix socket instead of TCP:
 //        "1" = the private server's socket, or a socket path; counting passes stay on TCP),
 //        BENCH_NATIVE_MODULE (load the native package from this path instead of ../index.js),
+//        BENCH_NATIVE_B_MODULE, BENCH_NATIVE_B_ENV (--impl native-b: a second build in the same
+//        process, and the settings it runs under; bench/README.md),
 //        MYSQL_URL (use this server instead of starting one), ITERATIVEFLOW_SEED (seed text path).
 // Without the seed text (../shared/seeds/ beside the repository, or ITERATIVEFLOW_SEED),
 // --impl both measures native and the floor.
 //
-// The parts: options.mjs (options), context.mjs (server, database, connections), impls.mjs (the three
+// The parts: options.mjs (options), context.mjs (server, database, connections), impls.mjs (the
 // implementations; the floor in floor/), scenarios/ (what is measured), execute.mjs (measuring), sampling.mjs and
 // digests.mjs (counters, CPU, statement digests), report.mjs (tables, results.json, the chart, the
 // README's figures table through summary.mjs).

@@ -61,6 +61,7 @@ export async function spawnWorkers(impl, count) {
               url: impl.url,
               prefix: impl.prefix,
               nativeModule: impl.nativeModule,
+              env: impl.env,
               flowOpts: flowOpts(),
             });
           }),
