@@ -72,13 +72,13 @@ const rule = (n) => `|---|${'---:|'.repeat(n)}`;
 
 /** The main table and the detail table: rates and costs per operation of every rate scenario. */
 function printRates(results) {
-  const IMPLS = columns();
-  console.log(`| scenario | ${IMPLS.join(' | ')} ${ratioHeads()} ${IMPLS.map((i) => `${i} RT/op`).join(' | ')} |`);
-  console.log(rule(IMPLS.length * 2 + ratioPairs().length));
+  const shown = columns();
+  console.log(`| scenario | ${shown.join(' | ')} ${ratioHeads()} ${shown.map((i) => `${i} RT/op`).join(' | ')} |`);
+  console.log(rule(shown.length * 2 + ratioPairs().length));
   for (const r of results) {
     console.log(
-      `| ${r.name} | ${IMPLS.map((i) => rateCell(r, i)).join(' | ')} | ${ratioCells(r)} ` +
-        `${IMPLS.map((i) => fmt(S(r, i, 'rtPerOp'), 2)).join(' | ')} |`,
+      `| ${r.name} | ${shown.map((i) => rateCell(r, i)).join(' | ')} | ${ratioCells(r)} ` +
+        `${shown.map((i) => fmt(S(r, i, 'rtPerOp'), 2)).join(' | ')} |`,
     );
   }
   console.log(
@@ -118,7 +118,6 @@ function printRates(results) {
   );
 }
 
-/** The tables on stdout; failures, listed last, set the exit code to 1. */
 /**
  * An A/B run's verdict per scenario: native-b's rate over native's, repetition by repetition
  * (the two ran back to back in each, so the host's drift cancels), and its CPU per operation
@@ -147,6 +146,7 @@ function printPairs(results) {
   }
 }
 
+/** The tables on stdout; failures, listed last, set the exit code to 1. */
 export function printTables(all, scenarios, failures) {
   // The push scenario has latencies, not rates: its own tables (printPush), after the others.
   const results = all.filter((r) => r.kind !== 'push');
@@ -158,14 +158,14 @@ export function printTables(all, scenarios, failures) {
     const pair = (r, k, d = 0) =>
       bench.impls.map((i) => (r.summary[i.name]?.error ? 'FAILED' : fmt(r.summary[i.name]?.[k], d))).join(' / ');
     console.log(`\n## Engine-driven flows (per run: ${bench.impls.map((i) => i.name).join(' / ')})\n`);
-    const IMPLS = columns();
+    const shown = columns();
     console.log(
-      `| flow | ${IMPLS.map((i) => `${i} runs/s`).join(' | ')} ${ratioHeads()} statements | commits | round trips | Node CPU µs | main-thread CPU µs | server CPU µs | retries |`,
+      `| flow | ${shown.map((i) => `${i} runs/s`).join(' | ')} ${ratioHeads()} statements | commits | round trips | Node CPU µs | main-thread CPU µs | server CPU µs | retries |`,
     );
-    console.log(rule(IMPLS.length + ratioPairs().length + 7));
+    console.log(rule(shown.length + ratioPairs().length + 7));
     for (const r of flows) {
       console.log(
-        `| ${r.name} | ${IMPLS.map((i) => rateCell(r, i)).join(' | ')} | ${ratioCells(r)} ` +
+        `| ${r.name} | ${shown.map((i) => rateCell(r, i)).join(' | ')} | ${ratioCells(r)} ` +
           `${pair(r, 'stmtsPerOp', 1)} | ${pair(r, 'commitsPerOp', 1)} | ${pair(r, 'rtPerOp', 1)} | ${pair(r, 'cpuUsPerOp')} | ` +
           `${pair(r, 'mainCpuUsPerOp')} | ${pair(r, 'serverCpuUsPerOp')} | ${pair(r, 'retries')} |`,
       );
