@@ -48,7 +48,7 @@ export async function cleanup() {
 /** Starts the private server (unless MYSQL_URL), creates the bench database, opens admin and probe. */
 export async function openServer() {
   if (!bench.serverUrl) {
-    const { startPrivateServer } = await import('../__test__/helpers/mariadb.mjs');
+    const { startPrivateServer } = await import('../__test__/helpers/server.mjs');
     // performance_schema with the statement-digest consumer, for the per-statement server time.
     bench.server = await startPrivateServer({
       extraArgs: ['--performance-schema=ON', '--performance-schema-consumer-statements-digest=ON'],

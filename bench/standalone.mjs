@@ -1,7 +1,7 @@
 // What the stand-alone benches (push-drain.mjs, timeline.mjs) share: a scratch database on
 // MYSQL_URL's server or on a private MariaDB started for the run, the addon, and the median.
 import { createRequire } from 'node:module';
-import { startPrivateServer } from '../__test__/helpers/mariadb.mjs';
+import { startPrivateServer } from '../__test__/helpers/server.mjs';
 export { median } from './stats.mjs';
 
 const require = createRequire(import.meta.url);

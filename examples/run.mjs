@@ -167,7 +167,7 @@ async function openDatabase() {
   let server = null;
   let url = process.env.MYSQL_URL;
   if (!url) {
-    const { startPrivateServer } = await import('../__test__/helpers/mariadb.mjs');
+    const { startPrivateServer } = await import('../__test__/helpers/server.mjs');
     log('MYSQL_URL is not set: starting a private MariaDB…');
     server = await startPrivateServer();
     url = server.url;

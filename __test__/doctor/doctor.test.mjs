@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 
 import { adminQuery, closeAdmin, freshDatabase, serverUrl, uniqueName, urlWithDatabase } from '../helpers/db.mjs';
 import { galeraSkip, startGaleraCluster } from '../helpers/galera.mjs';
-import { PASSWORD_USER } from '../helpers/mariadb.mjs';
+import { PASSWORD_USER } from '../helpers/server.mjs';
 
 const require = createRequire(import.meta.url);
 const m = require('../../index.js');

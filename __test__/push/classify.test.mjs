@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import mysql from 'mysql2/promise';
 import { adminQuery, closeAdmin, freshDatabase, uniqueName, urlWithDatabase } from '../helpers/db.mjs';
-import { startPrivateServer } from '../helpers/mariadb.mjs';
+import { startPrivateServer } from '../helpers/server.mjs';
 import { deferred } from '../sql/helpers.mjs';
 import m from '../../index.js';
 import v3 from '../../v3.js';

@@ -4,7 +4,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import m from '../../index.js';
-import { startPrivateServer } from '../helpers/mariadb.mjs';
+import { startPrivateServer } from '../helpers/server.mjs';
 import { urlWithDatabase } from '../helpers/db.mjs';
 import { pushDatabase, sleep } from './helpers.mjs';
 

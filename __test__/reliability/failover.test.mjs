@@ -13,7 +13,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import mysql from 'mysql2/promise';
-import { startPrivateServer } from '../helpers/mariadb.mjs';
+import { startPrivateServer } from '../helpers/server.mjs';
 import { applySchema, createAppUser, createMysqlBackend, mysqlPool, settle, sleep } from './helpers.mjs';
 
 const POOL = 4;

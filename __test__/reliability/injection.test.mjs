@@ -7,7 +7,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { closeAdmin } from '../helpers/db.mjs';
-import { startPrivateServer } from '../helpers/mariadb.mjs';
+import { startPrivateServer } from '../helpers/server.mjs';
 import { applySchema, countAll, createMysqlBackend, freshPool, mysqlPool, tableNames, TABLES } from './helpers.mjs';
 import { exercise, wrapSql } from './roundtrip.mjs';
 

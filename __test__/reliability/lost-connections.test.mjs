@@ -14,7 +14,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import mysql from 'mysql2/promise';
-import { startPrivateServer, PASSWORD_USER } from '../helpers/mariadb.mjs';
+import { startPrivateServer, PASSWORD_USER } from '../helpers/server.mjs';
 import { applySchema, createMysqlBackend, mysqlPool, settle, sleep } from './helpers.mjs';
 import { reconcile, workerLoop } from './engine.mjs';
 

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import mysql from 'mysql2/promise';
 
-import { startPrivateServer } from '../helpers/mariadb.mjs';
+import { startPrivateServer } from '../helpers/server.mjs';
 import { applySchema, createMysqlBackend, mysqlPool } from './helpers.mjs';
 
 test(

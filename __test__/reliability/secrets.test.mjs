@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import util from 'node:util';
 import { closeAdmin, freshDatabase, serverUrl } from '../helpers/db.mjs';
-import { PASSWORD_USER } from '../helpers/mariadb.mjs';
+import { PASSWORD_USER } from '../helpers/server.mjs';
 import { applySchema, createMysqlBackend, mysqlPool, settle } from './helpers.mjs';
 
 const SECRET = PASSWORD_USER.password; // 's3cret-pw'

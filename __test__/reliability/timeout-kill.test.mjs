@@ -11,7 +11,7 @@ import net from 'node:net';
 import mysql from 'mysql2/promise';
 
 import { closeAdmin } from '../helpers/db.mjs';
-import { startPrivateServer } from '../helpers/mariadb.mjs';
+import { startPrivateServer } from '../helpers/server.mjs';
 import { createMysqlBackend, freshPool, mysqlPool, settle, sleep, withParams } from './helpers.mjs';
 
 after(closeAdmin);

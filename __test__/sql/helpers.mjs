@@ -21,7 +21,7 @@ export function server() {
   };
 }
 
-/** The user with a password that the private server has (see helpers/mariadb.mjs). */
+/** The user with a password that the private server has (see helpers/private-server.mjs). */
 export const PASSWORD_USER = Object.freeze({ user: 'iterflow', password: 's3cret-pw' });
 
 /**

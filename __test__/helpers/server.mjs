@@ -1,0 +1,29 @@
+// Which server a test run is for, and a private server of that kind.
+//
+// `npm test` (__test__/run.mjs) runs the suite once per server kind — MariaDB and MySQL, side by
+// side — and tells each run's processes which one it is in IFW_TEST_SERVER ('mariadb' unless
+// set). A test that starts servers of its own starts them of that kind:
+//
+//   const server = await startPrivateServer();   // MariaDB or MySQL, as the run says
+//   serverKind()                                  // 'mariadb' | 'mysql'
+
+import { startPrivateMariadb } from './mariadb.mjs';
+import { startPrivateMysql } from './mysql.mjs';
+
+export { PASSWORD_USER } from './private-server.mjs';
+
+/** The server kind this run is for. */
+export function serverKind() {
+  const kind = process.env.IFW_TEST_SERVER || 'mariadb';
+  if (kind !== 'mariadb' && kind !== 'mysql') throw new Error(`IFW_TEST_SERVER must be mariadb or mysql, got ${kind}`);
+  return kind;
+}
+
+export const onMysql = () => serverKind() === 'mysql';
+export const onMariadb = () => serverKind() === 'mariadb';
+
+/** Starts a private server of this run's kind (`opts.kind` to choose; `opts.extraArgs`: server options). */
+export function startPrivateServer(opts = {}) {
+  const kind = opts.kind ?? serverKind();
+  return kind === 'mysql' ? startPrivateMysql(opts) : startPrivateMariadb(opts);
+}
