@@ -12,6 +12,13 @@ const { CONTRACTS } = require('./shapes');
 /** How long applySchema waits for another process's applySchema of the same tables, s. */
 const LOCK_WAIT_S = 60;
 
+/**
+ * The named lock of one database's tables of one prefix (`?`: the prefix). Lock names are at most
+ * 64 characters, so the database and prefix go in as a digest; SHA2, because MySQL 9.7 no longer
+ * has MD5 or SHA1.
+ */
+const LOCK_NAME = "CONCAT('ifw_schema_', LEFT(SHA2(CONCAT(DATABASE(), '.', ?), 256), 40))";
+
 /** Server errors that mean "you may not create or drop a stored function". */
 const NO_ROUTINE_PRIVILEGE = new Set([1044, 1142, 1227, 1370, 1419]);
 
@@ -60,10 +67,7 @@ async function applySchemaOf(sql, prefix, opts, fallback) {
   if (typeof sql.tx !== 'function') throw c.typeError('applySchema: sql must be an Sql (with tx)');
   // One connection for the whole upgrade, so that the named lock and every step share it.
   await sql.tx(async (t) => {
-    const [{ got }] = await t.query(
-      "SELECT GET_LOCK(CONCAT('ifw_schema_', MD5(CONCAT(DATABASE(), '.', ?))), ?) AS got",
-      [prefixOf(prefix), LOCK_WAIT_S],
-    );
+    const [{ got }] = await t.query(`SELECT GET_LOCK(${LOCK_NAME}, ?) AS got`, [prefixOf(prefix), LOCK_WAIT_S]);
     if (Number(got) !== 1)
       throw new Error(`applySchema: another applySchema held the schema lock for ${LOCK_WAIT_S} s`);
     try {
@@ -71,9 +75,7 @@ async function applySchemaOf(sql, prefix, opts, fallback) {
       for (const m of plan.columns) await addColumn(t, m);
       if (pendingWork) await createFunction(t, plan);
     } finally {
-      await t.query("SELECT RELEASE_LOCK(CONCAT('ifw_schema_', MD5(CONCAT(DATABASE(), '.', ?)))) AS released", [
-        prefixOf(prefix),
-      ]);
+      await t.query(`SELECT RELEASE_LOCK(${LOCK_NAME}) AS released`, [prefixOf(prefix)]);
     }
   });
 }
