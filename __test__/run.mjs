@@ -207,7 +207,9 @@ async function main() {
         const t0 = Date.now();
         const server = await startPrivateServer({ kind });
         servers.push(server);
-        log(`private ${kind} ${server.version} ${server.url} (pid ${server.pid}, ${server.dir}) ready in ${Date.now() - t0} ms`);
+        log(
+          `private ${kind} ${server.version} ${server.url} (pid ${server.pid}, ${server.dir}) ready in ${Date.now() - t0} ms`,
+        );
         passes.push({ kind, url: server.url, version: server.version });
         if (interrupted) return 128 + os.constants.signals[interrupted];
       }

@@ -11,6 +11,10 @@ const NATIVE = Symbol('iterativeflow.nativeSql');
 const NATIVE_TX = Symbol('iterativeflow.nativeTx');
 /** What the tracing channels say about the pool a handle belongs to (lib/observe/tracing.js). */
 const SERVER = Symbol('iterativeflow.server');
+/** The doorbell's park on the pool's park connection (lib/push/listener.js; src/node/bell.rs). */
+const PARK = Symbol('iterativeflow.park');
+/** What must end before the pool closes: the listeners parked on it (see onClose). */
+const ON_CLOSE = Symbol('iterativeflow.onClose');
 
 function fail(msg) {
   return c.typeError(`mysqlPool: ${msg}`);
@@ -282,6 +286,7 @@ class MysqlSql {
   #inflight = 0;
   #closing = null;
   #onIdle = null;
+  #onClose = new Set();
 
   constructor(native, server) {
     this.#native = native;
@@ -346,11 +351,21 @@ class MysqlSql {
       return out;
     });
   }
-  /** Refuses new calls, waits for in-flight work (queries, transactions, backend calls), then
-   * closes every connection. Calling it again returns the same promise. */
+  /** A park of the doorbell on the park connection; tracked like any call. */
+  [PARK](text, params) {
+    return this.track(() => this.#native.park(text, paramsOf(params)));
+  }
+  /** Registers `fn` to run (and be awaited) when close() is called, before in-flight work is waited for. */
+  [ON_CLOSE](fn) {
+    this.#onClose.add(fn);
+  }
+  /** Refuses new calls, ends the listeners parked on the pool (a park is not work), waits for
+   * in-flight work (queries, transactions, backend calls), then closes every connection. Calling
+   * it again returns the same promise. */
   close() {
     if (!this.#closing) {
       this.#closing = (async () => {
+        await Promise.allSettled([...this.#onClose].map((fn) => fn()));
         if (this.#inflight > 0) await new Promise((resolve) => (this.#onIdle = resolve));
         await this.#native.close();
       })();
@@ -424,6 +439,11 @@ function nativeTxOf(sql) {
   return sql && typeof sql === 'object' ? sql[NATIVE_TX] : undefined;
 }
 
+/** Runs `fn` when `sql` (a pool of ours) starts closing, before it waits for in-flight work. */
+function onClose(sql, fn) {
+  if (sql instanceof MysqlSql) sql[ON_CLOSE](fn);
+}
+
 function isNative(sql) {
   return sql instanceof MysqlSql;
 }
@@ -433,4 +453,4 @@ function serverInfoOf(sql) {
   return sql && typeof sql === 'object' ? sql[SERVER] : undefined;
 }
 
-module.exports = { mysqlPool, MysqlSql, nativeOf, nativeTxOf, isNative, configOf, serverInfoOf };
+module.exports = { mysqlPool, MysqlSql, nativeOf, nativeTxOf, isNative, configOf, serverInfoOf, onClose, PARK };

@@ -81,7 +81,10 @@ export function mysqlKind() {
       const initFile = path.join(s.dir, 'init.sql');
       fs.writeFileSync(
         initFile,
-        ["CREATE USER 'root'@'127.0.0.1' IDENTIFIED BY ''", "GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION"]
+        [
+          "CREATE USER 'root'@'127.0.0.1' IDENTIFIED BY ''",
+          "GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION",
+        ]
           .map((l) => `${l};\n`)
           .join(''),
       );

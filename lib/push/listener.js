@@ -14,6 +14,7 @@ const { createWakeup } = require('../wakeup');
 const { createLatch } = require('./latch');
 const { probeStatement, parkStatement, probeResult, isTerminal } = require('./probe');
 const { createBell } = require('./bell');
+const { nativeOf, onClose, PARK } = require('../sql');
 const { eventTable, eventOf, TERMINAL_EVENTS } = require('../timeline/rows');
 
 /** The backend's private way to say "I just enqueued" (not part of the listener's surface). */
@@ -38,7 +39,7 @@ const GO_PACE_MS = 10;
 const PARK_MARGIN_MS = 5;
 /** Shortest park worth a statement. */
 const MIN_PARK_MS = 5;
-/** The statement was interrupted: a ring (KILL QUERY ID) ended the park. */
+/** The statement was interrupted: a ring (KILL QUERY ID, or on MySQL during its checks) ended the park. */
 const ER_QUERY_INTERRUPTED = 1317;
 /** Longest pause between probes while the server is away. */
 const MAX_BACKOFF_MS = 5000;
@@ -168,10 +169,14 @@ function createMysqlListener(sql, opts = {}) {
   let mode; // undefined until the first look at the server: 'doorbell' | 'doorbell-node' | 'polling'
   let intervalMs = o.intervalMs ?? DEFAULT_INTERVAL_MS;
   let parkShape = null; // { work, runs: Set } of the park in flight
+  let lastPark = null; // how the last park ended: 'go' | 'rung' | 'slept'
+  let onConnection = false; // parks run on the pool's park connection (MySQL: a KILL names a connection)
   let idleWake = null; // resolves the watcher's wait for a first waiter (doorbell mode)
   let lastGoAt = 0;
   let probing = Promise.resolve(); // probes run one at a time (statuses must not go backwards)
-  const counts = { probes: 0, parks: 0, go: 0, rung: 0, slept: 0 };
+  // unannounced: parks that found work at once after the park before slept out — work that no
+  // ring announced (made by a process without a listener, or one whose rings cannot reach here)
+  const counts = { probes: 0, parks: 0, go: 0, rung: 0, slept: 0, unannounced: 0 };
   const deadlines = new Set(); // { at } of the wakeup.wait calls in progress (epoch ms)
 
   const hold = (runId) => {
@@ -348,7 +353,7 @@ function createMysqlListener(sql, opts = {}) {
     const runs = [...watched.keys()].map((runId) => [runId, lastStatus.get(runId)]);
     const shape = { work: work.size > 0, runs: new Set(runs.map(([runId]) => runId)) };
     const kinds = [...(shape.work ? ['w'] : []), ...(shape.runs.size > 0 ? ['d'] : [])];
-    const { text, params } = parkStatement(t, bell.tagFor(kinds, [...shape.runs]), Date.now(), {
+    const { text, params } = parkStatement(t, bell.markFor(kinds, [...shape.runs]), Date.now(), {
       work: shape.work,
       names,
       runs,
@@ -358,8 +363,10 @@ function createMysqlListener(sql, opts = {}) {
     counts.parks++;
     parkShape = shape;
     try {
-      const rows = await sql.query(text, params);
-      return rows[0]?.r === 'go' ? 'go' : 'slept';
+      const rows = await (onConnection ? sql[PARK](text, params) : sql.query(text, params));
+      const r = rows[0]?.r;
+      // MySQL ends an interrupted SLEEP with 1 instead of an error (an uninterrupted one is 0).
+      return r === 'go' ? 'go' : String(r) === '1' ? 'rung' : 'slept';
     } catch (e) {
       if (e?.errno === ER_QUERY_INTERRUPTED) return 'rung';
       if (!timelineDropped(e, timeline)) throw e;
@@ -369,17 +376,17 @@ function createMysqlListener(sql, opts = {}) {
     }
   }
 
-  /** How this listener learns of work: the first statement of its watcher, once. */
+  /** How this listener learns of work: the first statements of its watcher, once (lib/push/server.js). */
   async function detect() {
-    let cluster = false;
+    let cluster = 0;
     if (bell && !bell.reason()) {
-      const [{ v }] = await sql.query('SELECT VERSION() AS v');
-      if (!/mariadb/i.test(String(v))) bell.off('the server is not MariaDB (no KILL QUERY ID)', false);
-      else {
-        const rows = await sql.query(
-          "SELECT VARIABLE_VALUE AS n FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'WSREP_CLUSTER_SIZE'",
-        );
-        cluster = Number(rows[0]?.n ?? 0) > 1;
+      const f = await bell.facts();
+      cluster = f.cluster;
+      if (f.kill === 'connection') {
+        // A KILL names a connection: parks must run on one that runs nothing else.
+        if (nativeOf(sql) && typeof sql[PARK] === 'function') onConnection = true;
+        else
+          bell.off("MySQL's KILL ends a connection's statement: parks need the park connection of mysqlPool()", false);
       }
     }
     const on = bell && !bell.reason();
@@ -409,6 +416,8 @@ function createMysqlListener(sql, opts = {}) {
     }
     const woke = await park(maxMs);
     counts[woke]++;
+    if (woke === 'go' && lastPark === 'slept') counts.unannounced++;
+    lastPark = woke;
     if (token.stopped) return;
     if (woke !== 'slept') {
       if (woke === 'go') lastGoAt = Date.now();
@@ -498,7 +507,7 @@ function createMysqlListener(sql, opts = {}) {
     },
   };
 
-  return {
+  const listener = {
     wakeup,
     waitForWork(timeoutMs, signal) {
       const p = work.wait(timeoutMs, signal);
@@ -568,6 +577,7 @@ function createMysqlListener(sql, opts = {}) {
       // A park in flight is ended by a ring of this listener's own (a bounded wait either way).
       if (loop && bellOn()) await bounded(bell.interrupt(), CLOSE_WAIT_MS);
       if (loop) await bounded(loop, CLOSE_WAIT_MS);
+      if (onConnection) await bounded(nativeOf(sql).endParks(), CLOSE_WAIT_MS);
       loop = null;
       current = null;
       state = 'stopped';
@@ -581,12 +591,17 @@ function createMysqlListener(sql, opts = {}) {
      * doorbell is off, the longest wait between two looks, and counters.
      */
     stats() {
+      const f = bell?.known();
       return {
         mode,
         doorbellOff: bell ? bell.reason() : 'turned off (opts.doorbell: false)',
         intervalMs,
+        // The account this process parks and rings as, and whose parks its rings reach:
+        // 'server' (every account's: PROCESS and CONNECTION ADMIN) or 'account' (its own only).
+        account: f?.account,
+        reach: f?.reach,
         ...counts,
-        ...(bell ? bell.stats() : { rings: 0, lookups: 0, kills: 0 }),
+        ...(bell ? bell.stats() : { rings: 0, lookups: 0, kills: 0, denied: 0 }),
       };
     },
     [NUDGE]() {
@@ -595,6 +610,10 @@ function createMysqlListener(sql, opts = {}) {
     },
     [RING]: ring,
   };
+  // Closing the pool ends this listener first: a park is not work in flight, so close() must
+  // not wait it out.
+  onClose(sql, () => listener.close());
+  return listener;
 }
 
 /** Resolves when `p` settles or after `ms`, whichever comes first; never rejects. */

@@ -266,6 +266,16 @@ impl PoolHandle {
         }
     }
 
+    /// One connection of `node` (whatever the failover order says), bounded by the acquire
+    /// timeout: for a unit that must run on that very host (a doorbell ring).
+    pub async fn checkout_from(&self, node: &Node) -> Result<Conn> {
+        let (pool, _) = node.current();
+        match tokio::time::timeout(self.acquire_timeout, self.checkout(node, &pool)).await {
+            Ok(r) => r.map_err(|e| self.redact(e)),
+            Err(_) => Err(self.acquire_timed_out()),
+        }
+    }
+
     /// One connection from `node`'s pool; in a multi-host pool, probed (`hosts::unfit`) on its
     /// first checkout and after the host was set aside, and closed if the node is unfit.
     async fn checkout(&self, node: &Node, pool: &mysql_async::Pool) -> Result<Conn> {

@@ -3,6 +3,7 @@
 //! how every call settles its promise (`promise`). May call every layer below.
 
 pub(crate) mod backend;
+pub(crate) mod bell;
 pub(crate) mod coalesce;
 pub(crate) mod eager;
 // Public, as napi exports are: their registration alone does not count as a use.

@@ -123,11 +123,13 @@ pub struct ConnectionStats {
 #[napi]
 pub struct NativeSql {
     pub(crate) handle: Arc<PoolHandle>,
+    /// The doorbell's park connection, outside the pool (`node::bell`).
+    pub(crate) parker: Arc<crate::node::bell::ParkConn>,
     closed: Arc<AtomicBool>,
     describe: String,
 }
 
-fn convert_params(params: Option<Vec<Unknown>>) -> Result<Vec<Param>> {
+pub(crate) fn convert_params(params: Option<Vec<Unknown>>) -> Result<Vec<Param>> {
     let mut budget = params::MAX_VALUES;
     params
         .unwrap_or_default()
@@ -190,7 +192,7 @@ async fn session_reading(handle: &Arc<PoolHandle>, conn: &mut Conn) -> Result<li
 
 /// One bounded round trip of a user statement on `conn` (two where its strings are rendered
 /// for the session's state).
-async fn run_bounded(
+pub(crate) async fn run_bounded(
     handle: &Arc<PoolHandle>,
     conn: &mut Conn,
     sql: &str,
@@ -242,7 +244,7 @@ async fn run_text(conn: &mut Conn, text: String) -> Result<Outcome> {
 }
 
 /// What one user statement produced: its rows, and its write counts when it returned no rows.
-type Outcome = (UserRows, Option<WriteResult>);
+pub(crate) type Outcome = (UserRows, Option<WriteResult>);
 
 /// Converts and checks parameters on the JS thread (JS values cannot cross to tokio), then runs
 /// the statement with `run` (a pooled connection, or a transaction's) and shapes the outcome.
@@ -302,7 +304,7 @@ impl NativeSql {
         }
     }
 
-    fn ensure_open(&self, env: &Env) -> napi::Result<()> {
+    pub(crate) fn ensure_open(&self, env: &Env) -> napi::Result<()> {
         if self.closed.load(Ordering::Acquire) {
             promise::sync(env, Err(Error::closed()))
         } else {
@@ -349,6 +351,7 @@ impl NativeSql {
                 tags: Default::default(),
                 prepared_fallbacks: AtomicU64::new(0),
             }),
+            parker: Default::default(),
             closed: Arc::new(AtomicBool::new(false)),
             describe,
         })
@@ -410,10 +413,12 @@ impl NativeSql {
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
         let already = self.closed.swap(true, Ordering::AcqRel);
         let pools = self.handle.hosts.pools();
+        let parker = self.parker.clone();
         promise::promise(env, async move {
             if already {
                 return Ok(());
             }
+            parker.close().await;
             let mut first_error = Ok(());
             for pool in pools {
                 if let Err(e) = pool.disconnect().await {

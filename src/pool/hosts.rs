@@ -216,6 +216,14 @@ impl Node {
         &self.opts
     }
 
+    /// Whether a checkout may try this host now: not set aside, or its backoff has run out.
+    pub fn ready(&self) -> bool {
+        self.lock()
+            .aside
+            .as_ref()
+            .is_none_or(|a| a.until <= Instant::now())
+    }
+
     /// Whether connection `id` must be probed before it is handed out: a connection not probed
     /// yet, or any connection of a host set aside (whose backoff has run out).
     pub fn needs_probe(&self, id: u32) -> bool {

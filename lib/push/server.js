@@ -1,0 +1,65 @@
+'use strict';
+// What push needs to know about the server behind a pool, read once (docs/push.md): which server
+// it is, how it lists running statements and how a KILL names one, the database and account the
+// pool works as, whether that account's rings reach other accounts' parks, and whether the server
+// is one node of a cluster (a ring reaches the parks of its own server only).
+
+/**
+ * How each server lists statements and ends one: MariaDB's `KILL QUERY ID` names a statement;
+ * MySQL has no query ids, and its `KILL QUERY <connection id>` ends whatever that connection runs,
+ * so MySQL parks run on a connection that runs nothing else (the pool's park connection).
+ */
+const KINDS = {
+  mariadb: { processlist: 'information_schema.PROCESSLIST', id: 'QUERY_ID', kill: 'query-id' },
+  mysql: { processlist: 'performance_schema.processlist', id: 'ID', kill: 'connection' },
+};
+
+/** Global privileges with which an account sees (PROCESS) and ends (the rest) other accounts' statements. */
+const SEE = /\b(ALL PRIVILEGES|PROCESS)\b/;
+const END = /\b(ALL PRIVILEGES|SUPER|CONNECTION ADMIN|CONNECTION_ADMIN)\b/;
+
+/**
+ * Whose parks a ring of this account reaches, from its `SHOW GRANTS` lines: `'server'` with the
+ * global privileges to see and end every account's statements, `'account'` otherwise (a user sees
+ * and ends its own sessions without any privilege). Privileges held through a role are not
+ * counted (a role must be set to be in force; the pool sets none).
+ */
+function reachOf(grants) {
+  const global = grants.filter((g) => /\bON \*\.\* TO\b/i.test(g)).join(' ');
+  return SEE.test(global) && END.test(global) ? 'server' : 'account';
+}
+
+/**
+ * `{ kind, version, db, account, reach, processlist, id, kill, cluster }` of the server behind
+ * `sql`: `db` is LOWER(HEX(DATABASE())) (what park marks carry), `cluster` the number of nodes
+ * when it is one node of several (Galera), else 0.
+ */
+async function serverFacts(sql) {
+  const [r] = await sql.query(
+    'SELECT VERSION() AS v, LOWER(HEX(DATABASE())) AS db, CURRENT_USER() AS account, @@performance_schema AS ps',
+  );
+  const kind = /mariadb/i.test(String(r.v)) ? 'mariadb' : 'mysql';
+  const shape = { ...KINDS[kind] };
+  // Without performance_schema its processlist table is empty; the older table still lists.
+  if (kind === 'mysql' && Number(r.ps) !== 1) shape.processlist = 'information_schema.PROCESSLIST';
+  let cluster = 0;
+  if (kind === 'mariadb') {
+    const rows = await sql.query(
+      "SELECT VARIABLE_VALUE AS n FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'WSREP_CLUSTER_SIZE'",
+    );
+    const n = Number(rows[0]?.n ?? 0);
+    cluster = n > 1 ? n : 0;
+  }
+  const grants = (await sql.query('SHOW GRANTS')).map((row) => String(Object.values(row)[0]));
+  return {
+    kind,
+    version: String(r.v),
+    db: r.db === null || r.db === undefined ? '' : String(r.db),
+    account: String(r.account),
+    reach: reachOf(grants),
+    cluster,
+    ...shape,
+  };
+}
+
+module.exports = { serverFacts, reachOf };
