@@ -2,10 +2,13 @@
 // createMysqlEventSink(sql, prefix?, opts?): the core's `observe.sink`, writing `FlowEvent`s to the
 // opt-in event table. Core awaits `record()` on the run's path (after markTerminal, after each
 // step), so `record` only queues the event and returns: the rows are written behind the run, all
-// events queued within `lingerMs` (default 50) in one multi-row INSERT, one INSERT in flight
-// at a time (so `seq` follows the order of `record` calls). A failed write is counted and handed to
-// `onError`; it never reaches the run. `flush()` resolves once everything queued is written (or
-// has failed) — call it before closing the pool.
+// events queued within `lingerMs` (default 50) in multi-row INSERTs, one INSERT in flight
+// at a time (so `seq` follows the order of `record` calls). An INSERT holds at most MAX_BATCH
+// rows and stays under the server's `max_allowed_packet`; one the server refuses for its rows is
+// split and written again in halves, so one event — too large, or refused — costs only itself,
+// never its batch-mates (other runs' events). A failed write is counted and handed to `onError`;
+// it never reaches the run. `flush()` resolves once everything queued is written (or has failed)
+// — call it before closing the pool.
 const c = require('../check');
 const { eventTable, eventParams } = require('./rows');
 
@@ -37,6 +40,31 @@ function optionsOf(opts) {
 const insertText = (table, n) =>
   `INSERT INTO ${table} (run_id, type, at, data) VALUES ${new Array(n).fill('(?, ?, ?, ?)').join(', ')}`;
 
+/** Room kept below `max_allowed_packet` for the statement's own text and the packet's framing. */
+const PACKET_MARGIN = 16 * 1024;
+/** What the packet limit is taken to be while the server cannot say (a small, safe guess). */
+const ASSUMED_PACKET = 1024 * 1024;
+
+/**
+ * The most bytes one row's values can take in the statement as sent: a string rendered as a hex
+ * literal is twice its UTF-8 bytes (a quoted one is at most that), plus the row's punctuation.
+ */
+const rowBytes = (row) => row.reduce((n, v) => n + (typeof v === 'string' ? 2 * Buffer.byteLength(v) + 3 : 24), 8);
+
+/**
+ * Server errors about some rows of an INSERT, which fewer rows may avoid: a packet too large
+ * (1153, 1301), a value the columns will not take (data too long, incorrect value, out of range,
+ * NULL, invalid JSON, a failed check).
+ */
+const ROW_ERRORS = new Set([1153, 1301, 1406, 1366, 1264, 1292, 1048, 3140, 4025, 3819]);
+
+/**
+ * Whether a failed INSERT was refused for its rows (our own size check before sending, or one of
+ * ROW_ERRORS), so that its halves may succeed; anything else — a lost connection, a missing table,
+ * a privilege — fails the same for any rows.
+ */
+const refusedForRows = (e) => e instanceof RangeError || ROW_ERRORS.has(e?.errno);
+
 function createMysqlEventSink(sql, prefix, opts) {
   if (!sql || typeof sql.query !== 'function') {
     throw c.typeError('createMysqlEventSink: sql must be an Sql (with query)');
@@ -45,9 +73,10 @@ function createMysqlEventSink(sql, prefix, opts) {
   const { onError, lingerMs } = optionsOf(opts);
   // 0: write at the end of this turn of the event loop; more: wait that long for more rows first
   const later = lingerMs > 0 ? (fn) => setTimeout(fn, lingerMs) : setImmediate;
-  let pending = []; // bound values of queued rows, 4 per event
+  let pending = []; // queued rows, 4 bound values each
   let scheduled = false;
   let writing = null; // the drain in flight
+  let packetLimit; // bytes an INSERT's values may take: max_allowed_packet less a margin, once read
   const counts = { recorded: 0, written: 0, failed: 0, dropped: 0, batches: 0 };
 
   const report = (e) => {
@@ -59,19 +88,54 @@ function createMysqlEventSink(sql, prefix, opts) {
     }
   };
 
+  async function limit() {
+    if (packetLimit === undefined) {
+      try {
+        const [{ m }] = await sql.query('SELECT @@max_allowed_packet AS m');
+        packetLimit = Math.max(4096, Number(m) - PACKET_MARGIN);
+      } catch {
+        return ASSUMED_PACKET - PACKET_MARGIN; // asked again next time
+      }
+    }
+    return packetLimit;
+  }
+
+  /** The rows at the head of `rows` that go in one INSERT: at most MAX_BATCH, within `bytes`. */
+  function headOf(rows, bytes) {
+    let n = 0;
+    let size = 0;
+    while (n < rows.length && n < MAX_BATCH) {
+      size += rowBytes(rows[n]);
+      if (n > 0 && size > bytes) break;
+      n++;
+    }
+    return n;
+  }
+
+  /** Writes `rows` as one INSERT; refused for its rows, as two halves, down to single rows. */
+  async function write(rows) {
+    try {
+      await sql.query(insertText(table, rows.length), rows.flat());
+      counts.written += rows.length;
+      counts.batches++;
+    } catch (e) {
+      if (rows.length > 1 && refusedForRows(e)) {
+        const half = Math.ceil(rows.length / 2);
+        await write(rows.slice(0, half));
+        await write(rows.slice(half));
+        return;
+      }
+      counts.failed += rows.length;
+      report(e);
+    }
+  }
+
   async function drain() {
     while (pending.length > 0) {
-      const batch = pending.length > MAX_BATCH * 4 ? pending.splice(0, MAX_BATCH * 4) : pending;
-      if (batch === pending) pending = [];
-      const n = batch.length / 4;
-      try {
-        await sql.query(insertText(table, n), batch);
-        counts.written += n;
-        counts.batches++;
-      } catch (e) {
-        counts.failed += n;
-        report(e);
-      }
+      const bytes = await limit();
+      const n = headOf(pending, bytes);
+      const batch = pending.splice(0, n);
+      await write(batch);
     }
   }
 
@@ -92,12 +156,12 @@ function createMysqlEventSink(sql, prefix, opts) {
     /** Queues `event` (a core `FlowEvent`); a malformed one throws a TypeError, nothing else does. */
     record(event) {
       const row = eventParams(event);
-      if (pending.length >= MAX_PENDING * 4) {
+      if (pending.length >= MAX_PENDING) {
         counts.dropped++;
         return;
       }
       counts.recorded++;
-      pending.push(...row);
+      pending.push(row);
       if (!scheduled && !writing) {
         scheduled = true;
         later(start);
@@ -111,7 +175,7 @@ function createMysqlEventSink(sql, prefix, opts) {
       }
     },
     /** Counters: recorded, written, failed (rows of failed INSERTs), dropped (queue full), batches. */
-    stats: () => ({ ...counts, pending: pending.length / 4 }),
+    stats: () => ({ ...counts, pending: pending.length }),
   };
 }
 

@@ -1,0 +1,57 @@
+// The event sink's batches (docs/timeline.md, "Writing"): an INSERT holds at most what the
+// server's max_allowed_packet takes, and one the server refuses is written again in halves, so
+// an event too large to write costs only itself — never the events of other runs queued with it.
+// On a private server with a 1 MiB packet limit, so that events near it are cheap to make.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import mysql from 'mysql2/promise';
+import m from '../../index.js';
+import { startPrivateServer } from '../helpers/server.mjs';
+
+const KB = 1024;
+
+test(
+  'events of mixed sizes near max_allowed_packet: each is written but the one that cannot fit',
+  { timeout: 120_000 },
+  async (t) => {
+    const server = await startPrivateServer({ extraArgs: ['--max-allowed-packet=1M'] });
+    t.after(() => server.stop());
+    const root = await mysql.createConnection({ uri: server.url });
+    await root.query('CREATE DATABASE tl');
+    await root.end();
+    const sql = m.mysqlPool(`${server.url}tl`);
+    t.after(() => sql.close());
+    await m.applySchema(sql, '', { events: true });
+    const errors = [];
+    const sink = m.createMysqlEventSink(sql, '', { onError: (e) => errors.push(e) });
+    const at = new Date('2030-01-01T00:00:00Z');
+    const big = (n) => ({ blob: 'x'.repeat(n) });
+    // Small runs' events around two large ones that each fit alone but not together, and one too
+    // large for any packet: one batch's worth, recorded in one turn.
+    for (let i = 0; i < 10; i++) {
+      for (let r = 0; r < 10; r++) sink.record({ runId: `small-${r}`, type: 'step.completed', at, data: { i, r } });
+      if (i === 2) sink.record({ runId: 'big-1', type: 'step.completed', at, data: big(600 * KB) });
+      if (i === 5) sink.record({ runId: 'big-2', type: 'step.completed', at, data: big(600 * KB) });
+      if (i === 7) sink.record({ runId: 'huge', type: 'step.completed', at, data: big(1500 * KB) });
+    }
+    await sink.flush();
+    const stats = sink.stats();
+    assert.equal(stats.recorded, 103);
+    assert.equal(stats.written, 102, `every event that fits a packet was written (${JSON.stringify(stats)})`);
+    assert.equal(stats.failed, 1, 'only the event too large for any packet failed');
+    assert.equal(errors.length, 1, 'and it was reported once');
+    for (let r = 0; r < 10; r++) {
+      const events = await m.listEvents(sql, `small-${r}`);
+      assert.deepEqual(
+        events.map((e) => e.data.i),
+        [...Array(10).keys()],
+        `run small-${r} has its ten events, in order`,
+      );
+    }
+    for (const id of ['big-1', 'big-2']) {
+      const [ev] = await m.listEvents(sql, id);
+      assert.equal(ev?.data.blob.length, 600 * KB, `${id}'s large event is whole`);
+    }
+    assert.deepEqual(await m.listEvents(sql, 'huge'), []);
+  },
+);
