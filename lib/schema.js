@@ -96,6 +96,9 @@ async function addColumn(t, m) {
   }
 }
 
+/** `text` with every run of white space as one space (how two spellings of a body compare). */
+const squash = (text) => String(text).replace(/\s+/g, ' ').trim();
+
 /** (Re)creates `pending_work`: one CREATE OR REPLACE on MariaDB, DROP + CREATE on MySQL. */
 async function createFunction(t, plan) {
   const [{ v }] = await t.query('SELECT VERSION() AS v');
@@ -104,11 +107,19 @@ async function createFunction(t, plan) {
       await t.query(plan.replaceFunction);
       return;
     }
-    await t.query(plan.dropFunction);
+    // MySQL has no CREATE OR REPLACE FUNCTION: a DROP and a CREATE leave a moment without the
+    // function, which a caller of pending_work would fail in. So a function already as this
+    // version makes it stays as it is; only a different one (an upgrade) is dropped first.
+    const [found] = await t.query(
+      "SELECT ROUTINE_DEFINITION AS body FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'FUNCTION' AND ROUTINE_NAME = ?",
+      [plan.functionName],
+    );
+    if (found && squash(found.body) === squash(plan.functionBody)) return;
+    if (found) await t.query(plan.dropFunction);
     try {
       await t.query(plan.createFunction);
     } catch (e) {
-      // 1304: a concurrent applySchema created the same function between our drop and create.
+      // 1304: a concurrent applySchema created the same function between our look and create.
       if (!(e && e.errno === 1304)) throw e;
     }
   } catch (e) {

@@ -20,6 +20,13 @@ export function serverKind() {
 }
 
 export const onMysql = () => serverKind() === 'mysql';
+
+/**
+ * The table listing the server's running statements: on MySQL `performance_schema.processlist`
+ * (the older `information_schema.PROCESSLIST` is deprecated there, and fails for every row while
+ * any statement's text holds a 4-byte character); on MariaDB `information_schema.PROCESSLIST`.
+ */
+export const processList = () => (onMysql() ? 'performance_schema.processlist' : 'information_schema.PROCESSLIST');
 export const onMariadb = () => serverKind() === 'mariadb';
 
 /** Starts a private server of this run's kind (`opts.kind` to choose; `opts.extraArgs`: server options). */

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import mysql from 'mysql2/promise';
 import { adminQuery, closeAdmin, freshDatabase, uniqueName, urlWithDatabase } from '../helpers/db.mjs';
-import { onMysql, startPrivateServer } from '../helpers/server.mjs';
+import { onMysql, startPrivateServer, processList } from '../helpers/server.mjs';
 import { deferred } from '../sql/helpers.mjs';
 import m from '../../index.js';
 import v3 from '../../v3.js';
@@ -252,7 +252,7 @@ async function killedDuringSleep(query) {
   for (const until = Date.now() + 10_000; id === undefined && Date.now() < until; ) {
     // Not the lookup itself, whose own text holds the marker too.
     const [rows] = await adminQuery(
-      'SELECT ID AS id FROM information_schema.PROCESSLIST WHERE INFO LIKE ? AND ID <> CONNECTION_ID()',
+      `SELECT ID AS id FROM ${processList()} WHERE INFO LIKE ? AND ID <> CONNECTION_ID()`,
       [`%AS ${marker}%`],
     );
     id = rows.find((r) => r.id)?.id;

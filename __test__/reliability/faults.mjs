@@ -32,6 +32,7 @@ import { startFaultProxy } from '../helpers/faultproxy.mjs';
 import { applySchema, createMysqlBackend, mysqlPool, settle, sleep, withParams, within } from './helpers.mjs';
 import { rngOf } from '../helpers/rng.mjs';
 import { COMMIT, classify, describeParts } from './outcome.mjs';
+import { processList } from '../helpers/server.mjs';
 
 export { COMMIT, classify, describeParts, gone } from './outcome.mjs';
 
@@ -124,7 +125,7 @@ export async function waitSessionGone(q, hit) {
     hit.threadId !== null ? ['ID = ?', hit.threadId] : ["HOST LIKE CONCAT('%:', ?)", hit.upstreamPort];
   const t0 = performance.now();
   while (performance.now() - t0 < SESSION_GONE_MS) {
-    const [{ n }] = await q(`SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE ${where}`, [arg]);
+    const [{ n }] = await q(`SELECT COUNT(*) AS n FROM ${processList()} WHERE ${where}`, [arg]);
     if (Number(n) === 0) return performance.now() - t0;
     await sleep(5);
   }

@@ -8,6 +8,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { adminQuery, closeAdmin, freshDatabase } from '../helpers/db.mjs';
 import { applySchema, createMysqlBackend, mysqlPool, settle, sleep, within, withParams } from './helpers.mjs';
+import { processList } from '../helpers/server.mjs';
 
 after(closeAdmin);
 let db;
@@ -20,9 +21,7 @@ before(async () => {
 after(async () => db && db.drop());
 
 async function serverConnections() {
-  const [rows] = await adminQuery('SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = ?', [
-    db.database,
-  ]);
+  const [rows] = await adminQuery(`SELECT COUNT(*) AS n FROM ${processList()} WHERE DB = ?`, [db.database]);
   return Number(rows[0].n);
 }
 

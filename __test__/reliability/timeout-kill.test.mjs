@@ -11,7 +11,7 @@ import net from 'node:net';
 import mysql from 'mysql2/promise';
 
 import { closeAdmin } from '../helpers/db.mjs';
-import { startPrivateServer } from '../helpers/server.mjs';
+import { startPrivateServer, processList } from '../helpers/server.mjs';
 import { createMysqlBackend, freshPool, mysqlPool, settle, sleep, withParams } from './helpers.mjs';
 
 after(closeAdmin);
@@ -61,7 +61,7 @@ async function holdLock(lockSql, params) {
 /** Sessions other than the setup pool's that wait on a lock with `fragment` in their statement. */
 async function waiting(fragment) {
   const rows = await env.sql.query(
-    "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND INFO LIKE CONCAT('%', ?, '%') AND ID <> CONNECTION_ID()",
+    `SELECT ID FROM ${processList()} WHERE DB = DATABASE() AND INFO LIKE CONCAT('%', ?, '%') AND ID <> CONNECTION_ID()`,
     [fragment],
   );
   return rows.length;

@@ -15,6 +15,10 @@ import mysql from 'mysql2/promise';
 
 import { freshDatabase } from '../helpers/db.mjs';
 import { deferred, m, server, settle, within } from './helpers.mjs';
+import { onMysql } from '../helpers/server.mjs';
+
+/** The isolation level's variable: MySQL 8 dropped `tx_isolation`; MariaDB 10.11 has only it. */
+const ISOLATION = onMysql() ? '@@transaction_isolation' : '@@tx_isolation';
 
 const require = createRequire(import.meta.url);
 const v3 = require('../../v3.js');
@@ -436,7 +440,7 @@ describe('mysqlPool(x, { setIsolation })', () => {
     return p;
   };
   const setCount = async (sql) => Number((await sql.query("SHOW SESSION STATUS LIKE 'Com_set_option'"))[0].Value);
-  const txIsolation = (sql) => sql.tx(async (t) => (await t.query('SELECT @@tx_isolation AS i'))[0].i);
+  const txIsolation = (sql) => sql.tx(async (t) => (await t.query(`SELECT ${ISOLATION} AS i`))[0].i);
 
   before(async () => {
     db = await freshDatabase('intx_isolation');
@@ -463,14 +467,14 @@ describe('mysqlPool(x, { setIsolation })', () => {
 
   test('the server default here is REPEATABLE-READ (what the checks below rely on)', TO, async () => {
     const sql = pool({ setIsolation: false });
-    assert.equal((await sql.query('SELECT @@GLOBAL.tx_isolation AS i'))[0].i, 'REPEATABLE-READ');
+    assert.equal((await sql.query(`SELECT @@GLOBAL.${ISOLATION.slice(2)} AS i`))[0].i, 'REPEATABLE-READ');
   });
 
   test('setIsolation: false sends no SET at all: the session keeps the server default', TO, async () => {
     const sql = pool({ setIsolation: false });
     const writer = pool();
     assert.equal(await txIsolation(sql), 'REPEATABLE-READ');
-    assert.equal((await sql.query('SELECT @@SESSION.tx_isolation AS i'))[0].i, 'REPEATABLE-READ');
+    assert.equal((await sql.query(`SELECT @@SESSION.${ISOLATION.slice(2)} AS i`))[0].i, 'REPEATABLE-READ');
     assert.equal(await rereads(sql, writer), 0, 'a repeatable-read snapshot');
     // backend units and inTx on it send none either
     const b = v3.createMysqlBackend(sql);
@@ -480,7 +484,7 @@ describe('mysqlPool(x, { setIsolation })', () => {
       { enqueue: [{ runId: r.runId }] },
     );
     await b.queue.claim({ limit: 5, leaseMs: 1000, now: at(0) });
-    const inside = await v3.inTx(sql, async (_b, tx) => (await tx.query('SELECT @@tx_isolation AS i'))[0].i);
+    const inside = await v3.inTx(sql, async (_b, tx) => (await tx.query(`SELECT ${ISOLATION} AS i`))[0].i);
     assert.equal(inside, 'REPEATABLE-READ', 'inTx over it runs at the server default');
     assert.equal(await setCount(sql), 0, 'Com_set_option of the (only) session');
   });
@@ -492,7 +496,7 @@ describe('mysqlPool(x, { setIsolation })', () => {
       assert.equal(await txIsolation(sql), 'READ-COMMITTED', JSON.stringify(opts));
       assert.equal(await rereads(sql, writer), 1, 'read committed sees the other commit');
       assert.ok((await setCount(sql)) >= 1, 'it did send a SET');
-      const inside = await m.inTx(sql, async (_b, tx) => (await tx.query('SELECT @@tx_isolation AS i'))[0].i);
+      const inside = await m.inTx(sql, async (_b, tx) => (await tx.query(`SELECT ${ISOLATION} AS i`))[0].i);
       assert.equal(inside, 'READ-COMMITTED');
     }
   });

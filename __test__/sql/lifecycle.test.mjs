@@ -15,6 +15,7 @@ import mysql from 'mysql2/promise';
 
 import { adminQuery } from '../helpers/db.mjs';
 import { PASSWORD_USER, mysqlPool, server, useDatabase, within } from './helpers.mjs';
+import { processList } from '../helpers/server.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const FIXTURE = path.join(here, 'fixtures', 'pool-exit.mjs');
@@ -205,7 +206,7 @@ test('close() closes the server connections', async () => {
   const open = [...new Set(ids.map((r) => r[0].id))];
   await sql.close();
   const gone = async () => {
-    const rows = await ctx.sql.query('SELECT ID FROM information_schema.PROCESSLIST WHERE ID IN (?)', [open]);
+    const rows = await ctx.sql.query(`SELECT ID FROM ${processList()} WHERE ID IN (?)`, [open]);
     return rows.length === 0;
   };
   const deadline = Date.now() + 5000;

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { mysqlPool, useDatabase, within } from './helpers.mjs';
+import { processList } from '../helpers/server.mjs';
 
 const ctx = useDatabase('sql_timeout', {
   init: ({ sql }) => sql.query('CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(32) NOT NULL) ENGINE=InnoDB'),
@@ -16,7 +17,7 @@ const pool = () => mysqlPool(`${ctx.db.url}?queryTimeoutMs=${BOUND_MS}&connectio
 /** Server sessions currently running `SELECT SLEEP(…)` statements with `marker` in them. */
 async function sleepers(marker) {
   const rows = await ctx.sql.query(
-    "SELECT ID AS id FROM information_schema.PROCESSLIST WHERE INFO LIKE CONCAT('%', ?, '%') AND ID <> CONNECTION_ID()",
+    `SELECT ID AS id FROM ${processList()} WHERE INFO LIKE CONCAT('%', ?, '%') AND ID <> CONNECTION_ID()`,
     [marker],
   );
   return rows.length;

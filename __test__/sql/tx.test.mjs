@@ -4,6 +4,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { deferred, mysqlPool, useDatabase, within } from './helpers.mjs';
+import { onMysql } from '../helpers/server.mjs';
+
+/** The isolation level's variable: MySQL 8 dropped `tx_isolation`; MariaDB 10.11 has only it. */
+const ISOLATION = onMysql() ? '@@transaction_isolation' : '@@tx_isolation';
 
 const ctx = useDatabase('sql_tx', {
   init: ({ sql }) => sql.query('CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(32) NOT NULL) ENGINE=InnoDB'),
@@ -118,7 +122,7 @@ test('the isolation level inside tx is READ COMMITTED (reported and observed)', 
   const read = deferred();
   const written = deferred();
   const seen = ctx.sql.tx(async (t) => {
-    const [{ iso }] = await t.query('SELECT @@tx_isolation AS iso');
+    const [{ iso }] = await t.query(`SELECT ${ISOLATION} AS iso`);
     const first = (await t.query('SELECT v FROM t WHERE id = 1'))[0].v;
     read.resolve();
     await within(written.promise, 5000, 'the concurrent update');

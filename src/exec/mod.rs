@@ -375,10 +375,17 @@ impl PoolHandle {
                 .min(handle.query_timeout.unwrap_or(handle.acquire_timeout));
             let kill = async {
                 let mut conn = Conn::new(opts).await.map_err(Error::from)?;
+                let server: Option<(String, u8)> = conn
+                    .query_first("SELECT VERSION(), @@performance_schema")
+                    .await
+                    .map_err(Error::from)?;
                 let mut check = String::new();
                 literal::render(
-                    "SELECT ID FROM information_schema.PROCESSLIST WHERE ID = ? \
-                     AND USER = SUBSTRING_INDEX(USER(), '@', 1) AND LEFT(INFO, ?) = ?",
+                    &format!(
+                        "SELECT ID FROM {} WHERE ID = ? \
+                         AND USER = SUBSTRING_INDEX(USER(), '@', 1) AND LEFT(INFO, ?) = ?",
+                        process_list(server.as_ref())
+                    ),
                     &[
                         Value::UInt(u64::from(conn_id)),
                         Value::UInt(tag.len() as u64),
@@ -412,6 +419,20 @@ impl PoolHandle {
             }),
             None => e,
         }
+    }
+}
+
+/// The table that lists a server's running statements, by its `(VERSION(), @@performance_schema)`:
+/// MariaDB's `information_schema.PROCESSLIST`; on MySQL `performance_schema.processlist`, whose
+/// `INFO` is utf8mb4 — reading the older table there fails for every row as soon as any session
+/// runs a statement with a 4-byte character (errno 3854), and it is deprecated. (The doorbell's
+/// lookup makes the same choice, lib/push/server.js.)
+fn process_list(server: Option<&(String, u8)>) -> &'static str {
+    match server {
+        Some((version, 1)) if !version.to_ascii_lowercase().contains("mariadb") => {
+            "performance_schema.processlist"
+        }
+        _ => "information_schema.PROCESSLIST",
     }
 }
 

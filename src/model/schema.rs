@@ -132,6 +132,11 @@ pub struct SchemaPlan {
     pub drop_function: Option<String>,
     pub create_function: Option<String>,
     pub replace_function: Option<String>,
+    /// The function's name as information_schema spells it (unquoted), and its body as the
+    /// server stores it (`ROUTINE_DEFINITION`): on MySQL, a function already as this version
+    /// creates it is left alone, so re-applying the schema never drops it under a caller.
+    pub function_name: Option<String>,
+    pub function_body: Option<String>,
     /// The opt-in timeline table's `CREATE TABLE IF NOT EXISTS` (run only with `events: true`).
     pub events: String,
 }
@@ -147,6 +152,8 @@ pub fn plan(prefix: &str, contract: Contract) -> Result<SchemaPlan> {
             drop_function: None,
             create_function: None,
             replace_function: None,
+            function_name: None,
+            function_body: None,
             events: event_ddl(&t),
         });
     }
@@ -164,6 +171,10 @@ pub fn plan(prefix: &str, contract: Contract) -> Result<SchemaPlan> {
         ],
         drop_function: Some(format!("DROP FUNCTION IF EXISTS {}", t.pending_work)),
         replace_function: Some(create.replacen("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)),
+        function_name: Some(format!("{prefix}pending_work")),
+        function_body: create
+            .split_once(PENDING_WORK_HEAD_END)
+            .map(|(_, body)| body.trim().to_string()),
         create_function: Some(create),
         events: event_ddl(&t),
     })
@@ -209,6 +220,9 @@ fn event_ddl(t: &Schema) -> String {
 /// The backlog an autoscaler can poll with one SQL call: due unleased jobs + due timers + due
 /// crons; `flow_names` (a JSON array) restricts the count to those flows — a job or timer whose
 /// run row is missing still counts, an empty array counts nothing, NULL counts everything.
+/// Where `pending_work`'s head (name, parameters, characteristics) ends and its body begins.
+const PENDING_WORK_HEAD_END: &str = "READS SQL DATA";
+
 fn pending_work(t: &Schema) -> String {
     let wanted = |name: &str| format!("JSON_CONTAINS(flow_names, JSON_QUOTE({name}))");
     let of_flows = |alias: &str| {
@@ -220,7 +234,7 @@ fn pending_work(t: &Schema) -> String {
         )
     };
     format!(
-        "CREATE FUNCTION {f}(flow_names JSON, as_of BIGINT) RETURNS BIGINT READS SQL DATA\n\
+        "CREATE FUNCTION {f}(flow_names JSON, as_of BIGINT) RETURNS BIGINT {PENDING_WORK_HEAD_END}\n\
          RETURN (SELECT COUNT(*) FROM {job} j WHERE j.run_at <= as_of \
          AND (j.lease_expires IS NULL OR j.lease_expires <= as_of) AND {jobs})\n\
          + (SELECT COUNT(*) FROM {timer} tm WHERE tm.fire_at <= as_of AND {timers})\n\
