@@ -38,8 +38,9 @@
 //
 // The reference's `claim`/`depth` use `FOR UPDATE OF j SKIP LOCKED` (MySQL 8 only; MariaDB rejects
 // the `OF` clause). `mariadbCompatPool(pool)` is a TEST SHIM: a thin wrapper of a `mysql2/promise`
-// pool that rewrites exactly that clause to `FOR UPDATE SKIP LOCKED` (which MariaDB ≥ 10.6 accepts;
-// it also locks the joined run row, harmless in these tests) and passes everything else through.
+// pool that, on MariaDB, rewrites exactly that clause to `FOR UPDATE SKIP LOCKED` (which MariaDB
+// ≥ 10.6 accepts; it also locks the joined run row, harmless in these tests) and passes everything
+// else through. On MySQL, the reference's home, it rewrites nothing: the reference runs unpatched.
 // `referenceSql(mod, pool)` hands it to the reference's own `mysqlPool`, so the reference runs
 // unchanged otherwise.
 
@@ -65,6 +66,7 @@ import {
   statusList,
   zeroRunStats,
 } from './seed.mjs';
+import { onMysql } from './server.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const repoRoot = resolve(here, '..', '..');
@@ -215,10 +217,14 @@ export const mariadbCompatText = (text) =>
  * everything else is passed through. `stats.rewrites` counts the statements rewritten.
  */
 export function mariadbCompatPool(pool) {
-  const stats = { rewrites: 0 };
+  // seen: statements with the clause; rewrites: those rewritten (MariaDB only).
+  const stats = { seen: 0, rewrites: 0 };
   const rewrite = (text) => {
     const out = mariadbCompatText(text);
-    if (out !== text) stats.rewrites += 1;
+    if (out === text) return text;
+    stats.seen += 1;
+    if (onMysql()) return text;
+    stats.rewrites += 1;
     return out;
   };
   const wrapConnection = (c) => ({

@@ -191,6 +191,8 @@ before(async () => {
   refSql = referenceSql(ref, refPool);
   nativeSql = ours.mysqlPool(db.url);
   admin = await mysql.createConnection({ uri: db.url, multipleStatements: true });
+  // The digests concatenate whole tables: room for all of it (MySQL's default is 1 KiB).
+  await admin.query('SET SESSION group_concat_max_len = 1073741824');
   await admin.query('SET SESSION group_concat_max_len = 1073741824');
 });
 
@@ -255,12 +257,12 @@ function digestSql(prefix) {
     const cols = dataColumns(t).map((c) => `\`${c}\``);
     const order = PK[t].map((c) => `\`${c}\``).join(', ');
     parts.push(
-      `(SELECT CONCAT(COUNT(*), ':', IFNULL(MD5(GROUP_CONCAT(JSON_ARRAY(${cols.join(', ')}) ORDER BY ${order} SEPARATOR '\\n')), '-')) FROM ${q(prefix, t)}) AS \`${t}\``,
+      `(SELECT CONCAT(COUNT(*), ':', IFNULL(SHA2(GROUP_CONCAT(JSON_ARRAY(${cols.join(', ')}) ORDER BY ${order} SEPARATOR '\\n'), 256), '-')) FROM ${q(prefix, t)}) AS \`${t}\``,
     );
   }
   for (const t of SEQ_TABLES) {
     parts.push(
-      `(SELECT IFNULL(MD5(GROUP_CONCAT(id ORDER BY seq SEPARATOR '\\n')), '-') FROM ${q(prefix, t)}) AS \`${t}_by_seq\``,
+      `(SELECT IFNULL(SHA2(GROUP_CONCAT(id ORDER BY seq SEPARATOR '\\n'), 256), '-') FROM ${q(prefix, t)}) AS \`${t}_by_seq\``,
     );
   }
   return `SELECT ${parts.join(',\n')}`;
