@@ -193,7 +193,6 @@ before(async () => {
   admin = await mysql.createConnection({ uri: db.url, multipleStatements: true });
   // The digests concatenate whole tables: room for all of it (MySQL's default is 1 KiB).
   await admin.query('SET SESSION group_concat_max_len = 1073741824');
-  await admin.query('SET SESSION group_concat_max_len = 1073741824');
 });
 
 after(async () => {
