@@ -12,6 +12,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Wake, Waker};
 use tokio::runtime::Handle;
@@ -35,8 +36,21 @@ pub fn here(in_flight: usize) -> bool {
     in_flight < limit()
 }
 
+/// Calls started so far: `[first polled on the JS thread, spawned on the runtime]` (`firstPolls()`,
+/// for the tests: which way a call starts is decided here, whatever the machine's load).
+static STARTS: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
+/// `(here, spawned)`: how many calls started each way in this process.
+pub fn starts() -> (u64, u64) {
+    (
+        STARTS[0].load(Ordering::Relaxed),
+        STARTS[1].load(Ordering::Relaxed),
+    )
+}
+
 /// Runs `fut`: its first poll here when `here` (see `here()`), otherwise all on the runtime.
 pub fn start(here: bool, fut: impl Future<Output = ()> + Send + 'static) {
+    STARTS[usize::from(!here)].fetch_add(1, Ordering::Relaxed);
     if !here {
         napi::bindgen_prelude::spawn(fut);
         return;

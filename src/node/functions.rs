@@ -99,3 +99,21 @@ fn init_runtime() {
         napi::bindgen_prelude::create_custom_tokio_runtime(rt);
     }
 }
+
+/// How the calls of this process started so far (src/node/eager.rs): first polled on the JS
+/// thread (`here`), or spawned on the runtime (`spawned`).
+#[napi(object)]
+pub struct FirstPolls {
+    pub here: f64,
+    pub spawned: f64,
+}
+
+/// `FirstPolls` now (for the tests).
+#[napi]
+pub fn first_polls() -> FirstPolls {
+    let (here, spawned) = crate::node::eager::starts();
+    FirstPolls {
+        here: here as f64,
+        spawned: spawned as f64,
+    }
+}
