@@ -34,7 +34,7 @@ export function printHeader() {
   const [{ model }] = cpus();
   console.log(`# iterativeflow MySQL backend: seed (JS over mysql2), native, and the floor (by hand over mysql2)\n`);
   console.log(
-    `server ${bench.server ? 'private MariaDB (started for this run)' : bench.serverUrl.replace(/\/\/[^@]*@/, '//…@')}, ` +
+    `server ${bench.server ? `private ${bench.serverVersion ?? bench.server.kind} (started for this run)` : bench.serverUrl.replace(/\/\/[^@]*@/, '//…@')}, ` +
       `${cpus().length} CPU (${model.trim()}), node ${process.version}, scale ${SCALE}, reps ${REPS} (flows ${FLOW_REPS}), ` +
       `implementations: ${bench.impls.map((i) => i.name).join(', ')}, timed pools over ${SOCKET ? 'a Unix socket' : 'TCP'}`,
   );

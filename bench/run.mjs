@@ -2,7 +2,7 @@
 // npm run bench — this package (native) against the seed's JS backend over mysql2 (seed) and the
 // same work written by hand over raw mysql2 (floor, bench/floor/).
 //
-// One server (a private MariaDB unless MYSQL_URL is set), one database, one table prefix per
+// One server (a private MariaDB unless MYSQL_URL is set; IFW_TEST_SERVER=mysql: a private MySQL), one database, one table prefix per
 // implementation (seed: js_, native: rs_, floor: fl_). Every scenario runs INTERLEAVED: repetition r
 // runs the implementations back to back, the order reversing per repetition. Medians are reported.
 //
