@@ -149,7 +149,10 @@ test(
         const woke = await Promise.all(waits);
         const late = Math.max(...woke) - madeAt;
         slowest = Math.max(slowest, late);
-        assert.ok(late < 1500, `round ${round}: the last of 4 parks ended ${late} ms after the ring was asked for`);
+        assert.ok(
+          late < 1500,
+          `round ${round}: the last of 4 parks ended ${late} ms after the ring was asked for (${JSON.stringify(env.listener.stats())})`,
+        );
       }
       t.diagnostic(`slowest round: the last park ended ${slowest} ms after the enqueue`);
       assert.ok(

@@ -77,7 +77,8 @@ async function ringOn(sql, lookup, kill) {
  */
 function createBell(sql, prefix, report) {
   const token = newToken();
-  const stats = { rings: 0, lookups: 0, kills: 0, denied: 0 };
+  // failed: rings whose unit failed (the server away, the pool closed): their parks wake at their end
+  const stats = { rings: 0, lookups: 0, kills: 0, denied: 0, failed: 0 };
   let offReason; // set once: the bell no longer rings, and the listener polls
   let known; // the server's facts, once read
   let inFlight = false;
@@ -132,6 +133,7 @@ function createBell(sql, prefix, report) {
       const why = refusal(e);
       if (why) turnOff(why);
       // Otherwise the server is away or the pool closed: the parked listeners time out and look.
+      else stats.failed++;
     } finally {
       inFlight = false;
     }

@@ -601,7 +601,7 @@ function createMysqlListener(sql, opts = {}) {
         account: f?.account,
         reach: f?.reach,
         ...counts,
-        ...(bell ? bell.stats() : { rings: 0, lookups: 0, kills: 0, denied: 0 }),
+        ...(bell ? bell.stats() : { rings: 0, lookups: 0, kills: 0, denied: 0, failed: 0 }),
       };
     },
     [NUDGE]() {
