@@ -575,8 +575,9 @@ test(
   {
     timeout: 60_000,
     skip:
-      mariadbOnly('Galera is a MariaDB cluster; the MySQL cluster kind (Group Replication) has its own checks') ||
-      galeraSkip(),
+      mariadbOnly(
+        "Galera is MariaDB's cluster; MySQL's, Group Replication, is to be a cluster kind of its own (lib/doctor/checks/cluster.js)",
+      ) || galeraSkip(),
   },
   async () => {
     const cluster = await startGaleraCluster({ nodes: 1 });

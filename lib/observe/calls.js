@@ -15,6 +15,12 @@ function observeCalls(server, fn) {
   return () => set.delete(fn);
 }
 
+/** Whether `server` has observers (without, a call is not timed here). */
+function observed(server) {
+  const set = server ? observers.get(server) : undefined;
+  return set !== undefined && set.size > 0;
+}
+
 /** Runs `start()` (a port call answering a promise); tells `server`'s observers when it settles. */
 function timedCall(server, method, start) {
   const set = server ? observers.get(server) : undefined;
@@ -38,4 +44,4 @@ function timedCall(server, method, start) {
   return p;
 }
 
-module.exports = { observeCalls, timedCall };
+module.exports = { observeCalls, observed, timedCall };
