@@ -158,18 +158,19 @@ export function renderHeadline(results, { base = '' } = {}) {
   const flows = (results?.flows ?? []).map((f) => ratioTo(f, 'seed')).filter(Number.isFinite);
   const parts = [];
   if (drain && Number.isFinite(ratioTo(drain, 'seed'))) {
+    const label = drain.chartLabel ? drain.chartLabel.split('\n').join(', ') : drain.name;
     parts.push(
-      `an engine-shaped drain of 3-step runs does **${ratioTo(drain, 'seed').toFixed(2)}×** the runs per second of the ` +
-        `JavaScript package (${perRun(drain.native.stmtsPerOp)} statements per run against ${perRun(drain.seed.stmtsPerOp)})` +
+      `${cell(label)}: **${ratioTo(drain, 'seed').toFixed(2)}×** the JavaScript package's runs per second ` +
+        `(${perRun(drain.native.stmtsPerOp)} statements per run against ${perRun(drain.seed.stmtsPerOp)})` +
         (Number.isFinite(ratioTo(drain, 'floor'))
-          ? ` and ${ratioTo(drain, 'floor').toFixed(2)}× a hand-written floor over mysql2`
+          ? `, ${ratioTo(drain, 'floor').toFixed(2)}× a hand-written floor over mysql2`
           : ''),
     );
   }
   if (flows.length) {
     const lo = Math.min(...flows).toFixed(2);
     const hi = Math.max(...flows).toFixed(2);
-    parts.push(`engine-driven flows ${lo === hi ? `${lo}×` : `${lo}–${hi}×`} the JavaScript package's throughput`);
+    parts.push(`engine-driven flows: ${lo === hi ? `${lo}×` : `${lo}–${hi}×`} the JavaScript package's throughput`);
   }
   const what = parts.length ? parts.join('; ') : 'no comparison with the JavaScript package in this run';
   return `- **${serverOf(results)}**: ${what} (${conditions(results)}; [all figures](${base}docs/benchmarks.md)).`;
