@@ -1,6 +1,6 @@
 'use strict';
 // checkDatabase(sql, prefix?, opts?): a read-only health check of one database for this package,
-// the library side of `npx iterativeflow-mysql-native doctor <url>` (bin/). It reports, one check
+// the library side of `npx iterativeflow-mysql-native doctor <url>` (lib/cli/). It reports, one check
 // per line with a verdict (ok / warn / fail):
 //   the connection; server kind and version; SKIP LOCKED (probed with a locking read that matches
 //   no row, inside a transaction that is rolled back); the isolation the package's sessions get
@@ -8,13 +8,15 @@
 //   trying writes); the six tables column by column and key by key against the 2.0.0-alpha.2 and
 //   3.0.0 layouts (from information_schema.TABLES / COLUMNS / STATISTICS; the expected layout is
 //   parsed from ddl(), so it cannot drift from what applySchema creates) and `pending_work`;
-//   max_allowed_packet; time zones; binlog; Galera; read-only / replica role; pool limits.
+//   max_allowed_packet; time zones; binlog; the cluster (Galera); read-only / replica role; pool
+//   limits. One cause gives one failing line, saying what to run (fix.js).
 // Nothing is written. The result is `{ verdict, checks: [{ name, verdict, detail, value? }] }`;
 // an unreachable server gives one failing `connection` check, never a rejection.
 //
 // The parts: facts.js collects, ddl.js and grants.js parse, layout.js diffs tables, checks/ holds
-// one file per family of checks, judge.js runs them in order, verdict.js combines, report.js prints.
-// This file is the entry: argument checks, the doctor's own pool, the password scrub.
+// one file per family of checks, judge.js runs them in order, verdict.js combines, fix.js words
+// the commands and GRANTs, report.js prints. This file is the entry: argument checks, the
+// doctor's own pool, how its commands name the server, the password scrub.
 const binding = require('../binding');
 const c = require('../check');
 const { CONTRACTS } = require('../shapes');
