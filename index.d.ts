@@ -115,7 +115,7 @@ export interface PoolStats {
     {
       calls: number;
       errors: { argument: number; server: number; connection: number; contract: number };
-      /** Latency percentiles: upper bounds of histogram buckets (two per doubling), ms. */
+      /** Latency percentiles, ms, estimated within their histogram bucket. */
       p50Ms: number;
       p90Ms: number;
       p99Ms: number;
@@ -133,31 +133,39 @@ export interface NativeSql extends Sql {
   close(): Promise<void>;
   readonly closed: boolean;
   stats(): PoolStats;
-  /** `stats()` in the Prometheus text format; metric names start with `prefix`. */
-  prometheus(opts?: { prefix?: string }): string;
   /**
-   * Registers `stats()` as collectors in a prom-client `Registry` (the same families as
-   * `prometheus()`, plus a `<prefix>_call_duration_seconds` histogram), read at each scrape.
-   * Answers a function that unregisters them.
+   * `stats()` in the Prometheus text format (docs/metrics.md): metric names start with `prefix`
+   * (default `iterativeflow_mysql`), every sample is labelled `pool` (default `host:port/database`).
    */
-  registerPromClient(registry: PromClientRegistryLike, opts?: { prefix?: string }): () => void;
-  /** Observes `stats()` with observable instruments on an OpenTelemetry `Meter`; answers a stop function. */
-  observeOpenTelemetry(meter: OtelMeterLike, opts?: { system?: string }): () => void;
+  prometheus(opts?: { prefix?: string; pool?: string }): string;
+  /**
+   * Registers the same families in a prom-client `Registry`, read at each scrape; pools registered
+   * in one registry share them, each under its `pool` label. Answers a function that unregisters
+   * this pool.
+   */
+  registerPromClient(registry: PromClientRegistryLike, opts?: { prefix?: string; pool?: string }): () => void;
+  /**
+   * Observes the pool with instruments of an OpenTelemetry `Meter` (db.client.operation.duration,
+   * db.client.connection.count / .pending_requests, …; docs/metrics.md); `pool` is the
+   * `db.client.connection.pool.name`. Answers a stop function.
+   */
+  observeOpenTelemetry(meter: OtelMeterLike, opts?: { pool?: string }): () => void;
 }
 
 /** What `registerPromClient` uses of a prom-client `Registry`. */
 export interface PromClientRegistryLike {
   registerMetric(metric: object): void;
   removeSingleMetric(name: string): void;
+  getSingleMetric?(name: string): unknown;
 }
 
 /** What `observeOpenTelemetry` uses of an OpenTelemetry `Meter`. */
 export interface OtelMeterLike {
+  createHistogram(name: string, options?: object): { record(value: number, attributes?: object): void };
   createObservableCounter(name: string, options?: object): object;
   createObservableUpDownCounter(name: string, options?: object): object;
-  createObservableGauge(name: string, options?: object): object;
-  addBatchObservableCallback(cb: (result: any) => void, instruments: object[]): void;
-  removeBatchObservableCallback(cb: (result: any) => void, instruments: object[]): void;
+  addBatchObservableCallback(cb: (result: any) => void | Promise<void>, instruments: object[]): void;
+  removeBatchObservableCallback(cb: (result: any) => void | Promise<void>, instruments: object[]): void;
 }
 
 /** The tracing channel names (`node:diagnostics_channel` `tracingChannel(name)`); stable. */
@@ -229,8 +237,10 @@ export interface AcquireContext extends ServerContext {
 }
 
 /**
- * Turns the channels into OpenTelemetry spans of `api` (your `@opentelemetry/api`): a CLIENT span
- * per port call, children per statement and connection checkout. Answers an unsubscribe function.
+ * Turns the channels into OpenTelemetry spans of `api` (your `@opentelemetry/api`): an INTERNAL
+ * span per port call, CLIENT children per statement, INTERNAL ones per connection checkout;
+ * `db.system.name` as the server says it is (`system`: only for a wrapped `Sql`, which cannot be
+ * asked; default 'mysql'). Answers an unsubscribe function.
  */
 export declare function traceOpenTelemetry(
   api: unknown,

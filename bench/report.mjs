@@ -1,6 +1,6 @@
 // The report: the header, the tables on stdout (main, detail, flows, digests, failures), and the
 // files - the raw numbers (--json), results.json, the chart drawn from it (bench/chart.mjs) and
-// the README's figures table rendered from it (bench/summary.mjs).
+// the figures in README.md and docs/ rendered from it (bench/figures.mjs).
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 
@@ -11,7 +11,7 @@ import { IMPL_NAMES } from './impls.mjs';
 import { COUNT_FRACTION, DIGESTS_TOP, FLOW_REPS, FLOW_RUNS, IDLE_MS, REPS, SCALE, SOCKET, argv } from './options.mjs';
 import { commitsLabel } from './sampling.mjs';
 import { median } from './stats.mjs';
-import { writeSummary } from './summary.mjs';
+import { writeFigures } from './figures.mjs';
 
 export const fmt = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
 export const fmtRate = (x) => (Number.isFinite(x) ? (x >= 100 ? x.toFixed(0) : x.toFixed(1)) : 'n/a');
@@ -402,12 +402,12 @@ export function writeOutputs(results) {
     // Drawn from exactly what results.json holds (bench/chart.test.mjs checks that they match).
     writeFileSync(argv.chart, renderChart(JSON.parse(text)));
     console.log(`\nchart: ${argv.chart} (numbers: ${argv.results})`);
-    // The front page's table, from the same text (__test__/package/readme.test.mjs checks it).
+    // The figures in README and docs/, from the results files (__test__/package/readme.test.mjs checks them).
     try {
-      writeSummary(argv.readme, JSON.parse(text));
-      console.log(`figures table: ${argv.readme}`);
+      const changed = writeFigures();
+      console.log(`figures: ${changed.length ? changed.join(', ') : 'unchanged'}`);
     } catch (e) {
-      console.error(`figures table not written (${argv.readme}): ${e.message}`);
+      console.error(`figures not written: ${e.message}`);
       process.exitCode = 1;
     }
   }

@@ -32,13 +32,13 @@ const meters = new MeterProvider({
 
 // The two lines this package needs.
 const sql = mysqlPool(url);
-const stopTracing = traceOpenTelemetry(api, { system: 'mysql' });
+const stopTracing = traceOpenTelemetry(api); // db.system.name: mariadb or mysql, as the server says
 const stopMetrics = sql.observeOpenTelemetry(meters.getMeter('app'));
 
 await applySchema(sql);
 const backend = createMysqlBackend(sql);
 await api.trace.getTracer('app').startActiveSpan('submit-order', async (span) => {
-  // Each call is a span under `submit-order`, its statements spans under it.
+  // Each call is an INTERNAL span under `submit-order`, its statements CLIENT spans under it.
   const { runId } = await backend.store.startRun({ name: 'order', version: 1, input: { id: 42 } });
   await backend.queue.enqueue(runId);
   span.end();

@@ -19,7 +19,7 @@ const PAUSE_MS = intFromEnv('PAUSE_MS', 2000);
 
 const log = logAs('submitter');
 
-const { sql, listener, backend } = await openBackend();
+const { sql, listener, backend } = await openBackend('submitter');
 
 /** core's result(): the row, else a wait on the wakeup, until terminal or the timeout. */
 async function result(runId) {

@@ -20,7 +20,7 @@ const EXIT_AFTER = intFromEnv('EXIT_AFTER', Infinity);
 
 const log = logAs('worker');
 
-const { sql, listener, backend } = await openBackend();
+const { sql, listener, backend } = await openBackend('worker');
 const { store, queue, timer, wakeup } = backend;
 
 /** One leased run of `greet`: one step, then done (true). A run of another flow is parked, not ours. */

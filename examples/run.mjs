@@ -14,6 +14,7 @@
 import { randomBytes } from 'node:crypto';
 
 import { applySchema, createMysqlBackend, mysqlPool, tables } from '../index.js';
+import { readUrl, reportFailure } from './failure.mjs';
 
 const RUNS = intFromEnv('RUNS', 20);
 const SLEEP_MS = intFromEnv('SLEEP_MS', 300);
@@ -162,10 +163,14 @@ function createWorker(backend, counters) {
 
 // ---- the program ------------------------------------------------------------------------------
 
+/** Where the example runs (host:port/database), for the line an error ends it with. */
+let target = 'the server';
+
 /** Where to run: MYSQL_URL, or a private MariaDB started here. */
 async function openDatabase() {
   let server = null;
   let url = process.env.MYSQL_URL;
+  if (url) target = readUrl('example', url).where; // a URL the package cannot read ends it here
   if (!url) {
     const { startPrivateServer } = await import('../__test__/helpers/server.mjs');
     log('MYSQL_URL is not set: starting a private MariaDB…');
@@ -197,6 +202,7 @@ async function openDatabase() {
     };
   }
   const where = `${u.hostname}:${u.port || 3306}${u.pathname}`;
+  target = where;
   return {
     url: u.toString(),
     where,
@@ -324,7 +330,7 @@ let code = 1;
 try {
   code = await main();
 } catch (e) {
-  console.error(`example failed: ${e && e.stack ? e.stack : e}`);
+  reportFailure('example', e, target);
   code = 1;
 }
 process.exit(code);

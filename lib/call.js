@@ -8,6 +8,7 @@ const binding = require('./binding');
 const { bridge } = require('./bridge');
 const { nativeOf, nativeTxOf, serverInfoOf } = require('./sql');
 const tracing = require('./observe/tracing');
+const { observed, timedCall } = require('./observe/calls');
 
 /**
  * `call(method, build)`: `build()` returns the native method's arguments (or throws). `joined`:
@@ -42,6 +43,12 @@ function createCaller(sql, prefix, contract, joined = false, turn = (send) => se
         });
       });
   }
+  /** The call, traced when its channel has a subscriber. */
+  const send = (method, args) => {
+    if (!tracing.wanted(server)) return run(method, args);
+    const info = { method, ...tracing.subjectOf(method, args), contract };
+    return tracing.traceCall(server, info, Boolean(native || nativeTx), (ctx) => run(method, args, ctx));
+  };
   return (method, build) => {
     let args;
     try {
@@ -49,9 +56,9 @@ function createCaller(sql, prefix, contract, joined = false, turn = (send) => se
     } catch (e) {
       return Promise.reject(e);
     }
-    if (!tracing.wanted(server)) return run(method, args);
-    const info = { method, ...tracing.subjectOf(method, args), contract };
-    return tracing.traceCall(server, info, Boolean(native || nativeTx), (ctx) => run(method, args, ctx));
+    // Timed for the pool's call observers (an OpenTelemetry histogram), when it has any.
+    if (!observed(server)) return send(method, args);
+    return timedCall(server, method, () => send(method, args));
   };
 }
 

@@ -124,10 +124,14 @@ async function createFunction(t, plan) {
     }
   } catch (e) {
     if (e && NO_ROUTINE_PRIVILEGE.has(e.errno)) {
+      // 1419: the privilege is there, but with binary logging on the server also wants SUPER.
+      const need =
+        e.errno === 1419
+          ? 'which, with binary logging on, needs SUPER or the server setting log_bin_trust_function_creators = ON'
+          : 'which needs the CREATE ROUTINE (and ALTER ROUTINE) privilege on this database — grant it';
       const err = new Error(
-        'applySchema: the 3.0 schema creates the stored function pending_work, which needs the CREATE ROUTINE ' +
-          '(and ALTER ROUTINE) privilege on this database — grant it, or pass { pendingWork: false } to ' +
-          `applySchema to skip the function (server said: ${e.message})`,
+        `applySchema: the 3.0 schema creates the stored function pending_work, ${need}, or pass ` +
+          `{ pendingWork: false } to applySchema to skip the function (server said: ${e.message})`,
       );
       err.kind = 'server';
       err.code = 'ER_NO_CREATE_ROUTINE';

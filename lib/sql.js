@@ -384,7 +384,7 @@ class MysqlSql {
   }
   /** `stats()` in the Prometheus text format (lib/observe/metrics.js). */
   prometheus(opts) {
-    return renderPrometheus(this.stats(), opts);
+    return renderPrometheus(this, opts);
   }
   /** Registers `stats()` as collectors in a prom-client `Registry`; answers an unregister function. */
   registerPromClient(registry, opts) {
@@ -427,7 +427,8 @@ function mysqlPool(x, opts) {
     if (opts.setIsolation !== undefined) cfg.setIsolation = opts.setIsolation;
     traceOpts = tracingOpts(opts.tracing);
   }
-  return new MysqlSql(new binding.NativeSql(cfg), tracing.serverOf(cfg, traceOpts));
+  const native = new binding.NativeSql(cfg);
+  return new MysqlSql(native, tracing.serverOf(cfg, traceOpts, native));
 }
 
 function nativeOf(sql) {

@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import binding from '../../lib/binding.js';
+import { serverKind } from '../helpers/server.mjs';
 import { m, applySchema, createMysqlBackend, mysqlPool, server, useDatabase } from '../sql/helpers.mjs';
 import { ACQUIRE, CALL, CONNECT, QUERY, record, wrapSql } from './helpers.mjs';
 
@@ -27,6 +28,7 @@ test('a port call: one call event with its subject, server and counts; its state
     assert.equal(call.serverAddress, server().host);
     assert.equal(call.serverPort, server().port);
     assert.equal(call.database, ctx.db.database);
+    assert.equal(call.system, serverKind(), 'which server: as it says itself');
     assert.equal(rec.of(CALL, 'asyncEnd')[0], call, 'the same context ends the call');
     const queries = rec.of(QUERY);
     assert.ok(queries.length >= 1, 'at least one statement');
@@ -40,6 +42,7 @@ test('a port call: one call event with its subject, server and counts; its state
       assert.ok(!q.query.includes(SECRET), 'bound values are never published');
       assert.ok(q.startTime <= q.endTime, JSON.stringify(q));
       assert.equal(q.database, ctx.db.database);
+      assert.equal(q.system, serverKind());
       assert.match(q.operation, /^[A-Z]+$/);
     }
     const [acq] = rec.of(ACQUIRE);
@@ -157,15 +160,20 @@ test('opts.tracing is checked', () => {
 });
 
 test('the connect channel reports the checkout that opened a connection, not the reuse of one', async () => {
-  const sql = mysqlPool(`${ctx.db.url}?connectionLimit=1`);
+  const sql = mysqlPool(`${ctx.db.url}?connectionLimit=2`);
   const rec = record([CONNECT, ACQUIRE]);
   try {
+    // With a subscriber, a new pool first asks the server which it is (one SELECT VERSION() on a
+    // connection of its own, never published); the first statement then reuses that connection.
     await sql.query('SELECT 1');
-    await sql.query('SELECT 2');
-    assert.equal(rec.of(ACQUIRE).length, 2);
+    assert.equal(rec.of(CONNECT).length, 0, 'reused');
+    // Two at once: one takes the idle connection, the other opens the second.
+    await Promise.all([sql.query('SELECT SLEEP(0.05)'), sql.query('SELECT 2')]);
+    await sql.query('SELECT 3');
+    assert.equal(rec.of(ACQUIRE).length, 4);
     const connects = rec.of(CONNECT);
     assert.equal(connects.length, 1, 'one connection opened, then reused');
-    assert.equal(connects[0].parent.query, 'SELECT 1');
+    assert.match(connects[0].parent.query, /^SELECT (SLEEP|2)/);
   } finally {
     rec.stop();
     await sql.close();

@@ -1,6 +1,7 @@
 // examples/run.mjs, run as users run it (`npm run example`), against a fresh database.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import net from 'node:net';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -59,6 +60,54 @@ test('examples/run.mjs finishes every run and exits 0', { timeout: 120_000 }, as
     await db.drop();
   }
 });
+
+test('examples/run.mjs: an unreachable server, a malformed URL and a missing database end in one line naming where and why', async () => {
+  const port = await closedPort();
+  const down = await runExample({ MYSQL_URL: `mysql://someone:Secret-Pw-7@127.0.0.1:${port}/shop` });
+  assert.equal(down.code, 1);
+  assert.equal(down.stderr.trim().split('\n').length, 1, `one line on stderr:\n${down.stderr}`);
+  assert.match(
+    down.stderr,
+    new RegExp(`^example failed: cannot connect to 127\\.0\\.0\\.1:${port}/shop: .*refused.*\\n$`, 'i'),
+  );
+  assert.doesNotMatch(down.stderr + down.stdout, /Secret-Pw-7|\n\s+at |os error/);
+
+  const bad = await runExample({ MYSQL_URL: 'mysql://someone@[::1/shop' });
+  assert.equal(bad.code, 2);
+  assert.match(
+    bad.stderr,
+    /^example: MYSQL_URL is not usable: the connection string is not a valid URL \(expected mysql:\/\/user:password@host:port\/database\)\n$/,
+  );
+
+  const scheme = await runExample({ MYSQL_URL: 'postgres://someone@localhost/shop' });
+  assert.equal(scheme.code, 2);
+  assert.match(
+    scheme.stderr,
+    /^example: MYSQL_URL is not usable: unsupported URL scheme "postgres:" \(use mysql:\/\/\)\n$/,
+  );
+
+  const db = await freshDatabase('example_nodb');
+  await db.drop();
+  const missing = await runExample({ MYSQL_URL: db.url });
+  assert.equal(missing.code, 1);
+  assert.equal(missing.stderr.trim().split('\n').length, 1, missing.stderr);
+  assert.match(
+    missing.stderr,
+    new RegExp(`^example failed: a call failed on 127\\.0\\.0\\.1:\\d+/${db.database}: .*${db.database}`),
+  );
+});
+
+/** A loopback port nothing listens on. */
+function closedPort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
 
 /** Starts examples/<file>; `until(re)` resolves once its stdout matches, `exited` when it ends. */
 function startExample(file, env, timeoutMs = 90_000) {

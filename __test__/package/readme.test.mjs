@@ -1,82 +1,183 @@
-// The front page and the docs pages as a reader finds them (no database): README.md's figures
-// table is the one bench/summary.mjs renders from the committed bench/results.json (the bench
-// writes both; an edited README or a results.json committed without its table fails here), and
-// every relative link in the Markdown pages leads to a file and, for `#…`, to a heading there.
+// The front page and the docs pages as a reader finds them (no database): every table of figures
+// in README.md and docs/ is the block bench/figures.mjs renders from the results file it came from
+// (bench/results.json, and one file per further server), each naming its server, date and host;
+// the README starts with what the package is, how to install and use it, keeps the commands CI and
+// newcomers run, and shows no measured figure outside those blocks; no page speaks of our issues;
+// and every relative link in the Markdown pages leads to a file and, for `#…`, to a heading there.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { SUMMARY_END, SUMMARY_START, readSummary, renderSummary, replaceSummary } from '../../bench/summary.mjs';
+import { BLOCKS, PAGES, blocksOf, loadSources, renderBlock, renderPage } from '../../bench/figures.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const read = (rel) => fs.readFileSync(path.join(root, rel), 'utf8');
 
-test("README's figures table is the one bench/results.json renders", () => {
-  const block = readSummary(read('README.md'));
-  assert.ok(block !== undefined, `README.md has no ${SUMMARY_START} … ${SUMMARY_END} block`);
-  const results = JSON.parse(read('bench/results.json'));
-  assert.ok(results.flows?.length > 0, 'bench/results.json holds no flow');
-  assert.equal(
-    block,
-    renderSummary(results),
-    "README.md's figures differ from bench/results.json: rewrite them with `node bench/summary.mjs`",
-  );
+test('every figures block in README.md and docs/ is what its results files render', () => {
+  const sources = loadSources(root);
+  assert.ok(sources.length > 0 && sources[0].file === 'bench/results.json', 'bench/results.json is there');
+  const seen = new Set();
+  for (const page of PAGES) {
+    const blocks = blocksOf(read(page), page);
+    assert.ok(blocks.length > 0, `${page} has figures blocks`);
+    for (const b of blocks) {
+      seen.add(b.name);
+      assert.equal(
+        b.body,
+        renderBlock(b.name, sources, page),
+        `${page}: the ${b.name} figures differ from their results files — rewrite them with \`node bench/figures.mjs\``,
+      );
+    }
+  }
+  assert.deepEqual([...seen].sort(), Object.keys(BLOCKS).sort(), 'every kind of figure is shown somewhere');
 });
 
-test('the figures table: one row per drain, submission and flow, three sides, failed and missing sides marked, the run conditions said', () => {
-  const side = (rate) => ({ rate, stmtsPerOp: 10, rtPerOp: 5, mainCpuUsPerOp: 1234.4, serverCpuUsPerOp: 99 });
-  const results = {
+/** A results file as the bench writes it, for `server`, with every kind of figure. */
+function results(server, rate) {
+  const side = (r) => ({ rate: r, stmtsPerOp: 10, rtPerOp: 5, mainCpuUsPerOp: 1234.4, serverCpuUsPerOp: 99 });
+  return {
     generatedAt: '2031-02-03T04:05:06.000Z',
     scale: 0.1,
+    reps: 3,
     flowReps: 2,
     flowRuns: 80,
     only: ['flow'],
-    machine: { cpus: 4, model: 'Test CPU', node: 'v22.0.0', server: 'MariaDB 11.4.2' },
+    machine: { cpus: 4, model: 'Test CPU', node: 'v22.0.0', server },
     scenarios: [
-      { name: 'micro op', kind: 'micro', seed: side(1), native: side(2) },
-      { name: 'drain x1', kind: 'drain', seed: side(10), native: side(30), floor: side(40) },
+      { name: 'op seq', kind: 'micro', conc: 1, seed: side(rate), native: side(2 * rate) },
+      { name: 'op x16', kind: 'micro', conc: 16, seed: side(rate), native: side(3 * rate) },
+      { name: 'drain x1', kind: 'drain', conc: 1, seed: side(10), native: side(30), floor: side(40) },
     ],
     flows: [
-      { name: 'a', chartLabel: 'two | parts\n1 loop', ratio: 2.5, seed: side(40), native: side(100), floor: side(50) },
+      { name: 'a', chartLabel: 'two | parts\n1 loop', seed: side(40), native: side(100), floor: side(50) },
       { name: 'native only', native: side(12.34) },
       { name: 'seed failed', seed: { error: 'boom' }, native: side(2000) },
     ],
+    push: {
+      samples: 7,
+      workers: 2,
+      tickMs: 200,
+      variants: [{ variant: 'native, push on', dispatch: { p50: 7, p99: 12 }, completion: { p50: 6, p99: 9 } }],
+      idle: {
+        windowMs: 6000,
+        baselineMsPerS: 1.5,
+        rows: [{ procs: 10, push: true, perProcMsPerS: 0.5, connectionsPerProc: 1 }],
+      },
+    },
   };
-  const lines = renderSummary(results).split('\n');
-  const rows = lines.filter((l) => l.startsWith('| ') && !l.startsWith('| work'));
-  assert.equal(rows.length, 4, lines.join('\n'));
-  assert.match(rows[0], /^\| drain x1 \| 10\.0 \| 30\.0 \| 40\.0 \| \*\*3\.00×\*\* \| \*\*0\.75×\*\* \| 4\.00× \|/);
-  assert.equal(
-    rows[1],
-    '| two \\| parts, 1 loop | 40.0 | 100 | 50.0 | **2.50×** | **2.00×** | 1.25× | 10.0 / 10.0 / 10.0 | 5.0 / 5.0 / 5.0 | ' +
-      '1,234 / 1,234 / 1,234 | 99 / 99 / 99 |',
-  );
-  assert.match(rows[2], /^\| native only \| — \| 12\.3 \| — \| n\/a \| n\/a \| n\/a \| — \/ 10\.0 \/ — \|/);
-  assert.match(rows[3], /^\| seed failed \| FAILED \| 2,000 \| — \| n\/a \| n\/a \| n\/a \| FAILED \/ 10\.0 \/ — \|/);
-  const caption = lines.at(-1);
-  for (const part of [
-    '2031-02-03',
-    '4 CPU (Test CPU)',
-    'MariaDB 11.4.2',
-    '80 root runs',
-    '2 interleaved',
-    'scale 0.1',
-    '"flow"',
-  ])
-    assert.ok(caption.includes(part), `caption names ${part}: ${caption}`);
-  assert.match(renderSummary({ flows: [] }), /no flow scenario/);
+}
+
+test('a second server renders beside the first: every figure names its server, date and host', () => {
+  const sources = [
+    { file: 'bench/results.json', results: results('MariaDB 11.4.2', 100) },
+    { file: 'bench/results-mysql.json', results: results('MySQL 9.7.4', 50) },
+  ];
+  for (const name of Object.keys(BLOCKS)) {
+    const text = renderBlock(name, sources, 'docs/benchmarks.md');
+    const maria = text.indexOf('MariaDB 11.4.2');
+    const mysql = text.indexOf('MySQL 9.7.4');
+    assert.ok(maria >= 0 && mysql > maria, `${name}: both servers, MariaDB first:\n${text}`);
+    for (const part of ['2031-02-03', '4 CPU (Test CPU)'])
+      assert.ok(text.split(part).length - 1 >= 2, `${name} names ${part} for each`);
+    assert.ok(text.includes('(../bench/results-mysql.json)') || name === 'headline', `${name} links its file`);
+  }
+  // A page in the root links without ../; one server alone renders alone.
+  assert.match(renderBlock('headline', sources.slice(0, 1), 'README.md'), /\[all figures\]\(docs\/benchmarks\.md\)/);
+  assert.doesNotMatch(renderBlock('bench-summary', sources.slice(0, 1), 'README.md'), /MySQL/);
 });
 
-test('the figures block is replaced between its markers and nowhere else', () => {
-  const text = `head\n${SUMMARY_START}\nold\nlines\n${SUMMARY_END}\ntail\n`;
-  const out = replaceSummary(text, 'new');
-  assert.equal(out, `head\n${SUMMARY_START}\nnew\n${SUMMARY_END}\ntail\n`);
-  assert.equal(readSummary(out), 'new');
-  assert.equal(replaceSummary(out, 'new'), out, 'rewriting the same block changes nothing');
-  assert.throws(() => replaceSummary('no markers', 'x'), /no <!-- bench:summary:start -->/);
-  assert.throws(() => replaceSummary(`${SUMMARY_END}\n${SUMMARY_START}`, 'x'), /no <!-- bench:summary:start -->/);
+test('the flows table: one row per drain, submission and flow, three sides, failed and missing sides marked', () => {
+  const text = renderBlock(
+    'bench-summary',
+    [{ file: 'bench/results.json', results: results('MariaDB 11.4.2', 100) }],
+    'README.md',
+  );
+  const rows = text.split('\n').filter((l) => l.startsWith('| ') && !l.startsWith('| work'));
+  assert.equal(rows.length, 4, text);
+  assert.match(rows[0], /^\| drain x1 \| 10\.0 \| 30\.0 \| 40\.0 \| \*\*3\.00×\*\* \| \*\*0\.75×\*\* \| 4\.00× \|/);
+  assert.match(rows[1], /^\| two \\\| parts, 1 loop \| 40\.0 \| 100 \| 50\.0 \| \*\*2\.50×\*\* \|/);
+  assert.match(rows[2], /^\| native only \| — \| 12\.3 \| — \| n\/a \| n\/a \| n\/a \| — \/ 10\.0 \/ — \|/);
+  assert.match(rows[3], /^\| seed failed \| FAILED \| 2,000 \| — \| n\/a \|/);
+  for (const part of ['80 root runs', '2 interleaved', 'scale 0.1', '"flow"']) assert.ok(text.includes(part), part);
+});
+
+test('figures blocks are replaced between their markers and nowhere else; a broken block is an error', () => {
+  const sources = [{ file: 'bench/results.json', results: results('MariaDB 11.4.2', 100) }];
+  const text = 'head\n<!-- figures:headline -->\nold\nlines\n<!-- /figures:headline -->\ntail\n';
+  const out = renderPage(text, sources, 'README.md');
+  assert.equal(
+    out,
+    `head\n<!-- figures:headline -->\n${renderBlock('headline', sources, 'README.md')}\n<!-- /figures:headline -->\ntail\n`,
+  );
+  assert.equal(renderPage(out, sources, 'README.md'), out, 'rendering again changes nothing');
+  assert.throws(
+    () => renderPage('<!-- figures:nope -->\n<!-- /figures:nope -->', sources, 'x.md'),
+    /unknown figures block "nope"/,
+  );
+  assert.throws(
+    () => renderPage('<!-- figures:headline -->\nno end', sources, 'x.md'),
+    /has no <!-- \/figures:headline -->/,
+  );
+});
+
+/** `text` without fenced code blocks, whose `#` lines and brackets are not Markdown. */
+const withoutFences = (text) => text.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '');
+/** `text` without its figures blocks. */
+const withoutFigures = (text) => text.replace(/<!-- figures:([a-z-]+) -->\n[\s\S]*?<!-- \/figures:\1 -->/g, '');
+
+test('README: what it is, then install and use; the set-up and main-job commands; no figure outside a block', () => {
+  const readme = read('README.md');
+  const h2 = [...withoutFences(readme).matchAll(/^## (.+)$/gm)].map((m) => m[1]);
+  assert.deepEqual(h2.slice(0, 2), ['Install', 'Use'], 'install and use come first');
+  const intro = readme.slice(readme.indexOf('\n'), readme.indexOf('\n## '));
+  assert.match(intro, /drop-in for \[`@iterativeflow\/mysql`\]/);
+  const use = readme.slice(readme.indexOf('## Use'), readme.indexOf('\n## ', readme.indexOf('## Use') + 1));
+  const snippet = /```js\n([\s\S]*?)```/.exec(use)[1].trim().split('\n');
+  assert.ok(
+    snippet.some((l) => l.includes('mysqlPool(')) && snippet.some((l) => l.includes('createMysqlBackend(sql)')),
+  );
+  // The commands newcomers and CI (.ci/run) run, as shell lines.
+  const shell = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((m) =>
+    m[1].split('\n').map((l) => l.replace(/\s+#.*$/, '').trim()),
+  );
+  for (const cmd of ['npm ci', 'npm test', 'npm run example', 'npm install iterativeflow-mysql-native']) {
+    assert.ok(shell.includes(cmd), `README runs \`${cmd}\``);
+  }
+  for (const cmd of ['doctor', 'schema apply', 'schema print']) {
+    assert.ok(
+      shell.some((l) => l.startsWith(`npx iterativeflow-mysql-native ${cmd}`)),
+      cmd,
+    );
+  }
+  // Measured figures live in the blocks only (settings such as "500 ms" are not measurements).
+  const prose = withoutFigures(withoutFences(readme)).replace(
+    /<!-- classify:table:start -->[\s\S]*?<!-- classify:table:end -->/,
+    '',
+  );
+  const loose = prose.match(/\d[\d.,]*\s?(×|µs|ms\/s|runs\/s|per s\b)/g);
+  assert.equal(loose, null, `figures outside a figures block: ${loose}`);
+  // The contract for each published version of @iterativeflow/mysql.
+  const contract = readme.slice(readme.indexOf('## Choosing the contract'));
+  for (const v of ['2.0.0-alpha.2', '2.5.0', '3.0.0'])
+    assert.ok(contract.includes(`\`@iterativeflow/mysql\` ${v}`) || contract.includes(`${v}`), v);
+  assert.match(contract, /@iterativeflow\/mysql` 2\.5\.0/);
+  assert.match(readme, /schema print[\s\S]*migration tool/i);
+  assert.match(readme, /dashboard/);
+});
+
+test('user docs speak to users: no issue numbers, no sessions of ours', () => {
+  for (const page of [
+    'README.md',
+    ...fs
+      .readdirSync(path.join(root, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
+  ]) {
+    const found = read(page).match(/issue #?\d+|issue's|last session|this session|an earlier session/gi);
+    assert.equal(found, null, `${page}: ${found}`);
+  }
 });
 
 // ---- links ----
@@ -89,9 +190,6 @@ function pages() {
     .map((f) => `docs/${f}`);
   return ['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md', 'bench/README.md', ...docs];
 }
-
-/** `text` without fenced code blocks, whose `#` lines and brackets are not Markdown. */
-const withoutFences = (text) => text.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '');
 
 /** GitHub's anchor for a heading: its text, lowercased, punctuation dropped, spaces as hyphens. */
 function slug(heading) {

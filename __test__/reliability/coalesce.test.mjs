@@ -198,8 +198,8 @@ test('(b) one call the server refuses fails alone; its neighbours are enqueued',
   const s = sql.stats().coalesced;
   assert.equal(s.resent - before1.resent, 30, `the refused batch was re-sent call by call: ${JSON.stringify(s)}`);
   assert.match(
-    sql.prometheus({ prefix: 'app' }),
-    new RegExp(`^app_coalesced_total\\{of="resent"\\} ${s.resent}$`, 'm'),
+    sql.prometheus({ prefix: 'app', pool: 'p' }),
+    new RegExp(`^app_coalesced_resent_calls_total\\{pool="p"\\} ${s.resent}$`, 'm'),
   );
 });
 

@@ -1,5 +1,6 @@
 // sql.stats(): per port method calls, errors by kind and latency percentiles, statements and
-// round trips, pool gauges — and the same in the Prometheus text format.
+// round trips, pool gauges — and the same in the Prometheus text format (families: docs/metrics.md,
+// checked by __test__/observability/metrics.test.mjs).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
@@ -71,13 +72,18 @@ test('prometheus() renders the same counters as text', { timeout: 30_000 }, asyn
     await applySchema(sql, 'p_');
     const b = createMysqlBackend(sql, { prefix: 'p_' });
     await b.store.startRun({ name: 'm', version: 1, input: null });
-    const text = sql.prometheus({ prefix: 'app' });
-    assert.match(text, /^# TYPE app_calls_total counter$/m);
-    assert.match(text, /^app_calls_total\{method="startRun"\} 1$/m);
-    assert.match(text, /^app_errors_total\{method="startRun",kind="contract"\} 0$/m);
-    assert.match(text, /^app_latency_ms\{method="startRun",quantile="0\.99"\} [0-9.]+$/m);
-    assert.match(text, /^app_connections\{state="open"\} [1-9]/m);
-    assert.match(text, /^app_round_trips_total [1-9]/m);
+    const text = sql.prometheus({ prefix: 'app', pool: 'orders' });
+    assert.match(text, /^# TYPE app_call_duration_seconds histogram$/m);
+    assert.match(text, /^app_call_duration_seconds_count\{pool="orders",method="startRun"\} 1$/m);
+    assert.match(text, /^app_errors_total\{pool="orders",method="startRun",kind="contract"\} 0$/m);
+    assert.match(text, /^app_connections\{pool="orders",state="idle"\} [1-9]/m);
+    assert.match(text, /^app_connections_open\{pool="orders"\} [1-9]/m);
+    assert.match(text, /^app_round_trips_total\{pool="orders"\} [1-9]/m);
+    assert.doesNotMatch(
+      text,
+      /quantile|_latency_ms|state="open"/,
+      'no percentiles in ms beside the histogram, no total among parts',
+    );
     for (const line of text.trim().split('\n')) {
       assert.match(line, /^(# (HELP|TYPE) .+|[a-z_]+(\{[^}]*\})? -?[0-9.e+]+)$/, `a valid exposition line: ${line}`);
     }

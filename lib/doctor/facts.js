@@ -1,7 +1,8 @@
 'use strict';
 // Collecting the facts (read-only): server variables and status, the tables, columns and keys from
 // information_schema, the pending_work function, the account's grants, SKIP LOCKED and the
-// isolation inside one rolled-back transaction, the replication role. Nothing here judges; a fact
+// isolation inside one rolled-back transaction, the replication role, and what each cluster kind
+// of checks/cluster.js asks for. Nothing here judges; a fact
 // that cannot be read is recorded in `errors` under its key.
 const binding = require('../binding');
 const { normType, isTextType, unquoteSql } = require('./ddl');
@@ -255,6 +256,9 @@ async function collect(sql, prefix, contract) {
       sqlThread: r.Replica_SQL_Running ?? r.Slave_SQL_Running,
     };
   });
+
+  // Facts only a cluster kind needs (required here, not above: the kinds read isOn from this file).
+  await require('./checks/cluster').collectCluster(sql, f, attempt);
   return f;
 }
 

@@ -1,6 +1,6 @@
 'use strict';
 // checkDatabase(sql, prefix?, opts?): a read-only health check of one database for this package,
-// the library side of `npx iterativeflow-mysql-native doctor <url>` (bin/). It reports, one check
+// the library side of `npx iterativeflow-mysql-native doctor <url>` (lib/cli/). It reports, one check
 // per line with a verdict (ok / warn / fail):
 //   the connection; server kind and version; SKIP LOCKED (probed with a locking read that matches
 //   no row, inside a transaction that is rolled back); the isolation the package's sessions get
@@ -8,19 +8,22 @@
 //   trying writes); the six tables column by column and key by key against the 2.0.0-alpha.2 and
 //   3.0.0 layouts (from information_schema.TABLES / COLUMNS / STATISTICS; the expected layout is
 //   parsed from ddl(), so it cannot drift from what applySchema creates) and `pending_work`;
-//   max_allowed_packet; time zones; binlog; Galera; read-only / replica role; pool limits.
+//   max_allowed_packet; time zones; binlog; the cluster (Galera); read-only / replica role; pool
+//   limits. One cause gives one failing line, saying what to run (fix.js).
 // Nothing is written. The result is `{ verdict, checks: [{ name, verdict, detail, value? }] }`;
 // an unreachable server gives one failing `connection` check, never a rejection.
 //
 // The parts: facts.js collects, ddl.js and grants.js parse, layout.js diffs tables, checks/ holds
-// one file per family of checks, judge.js runs them in order, verdict.js combines, report.js prints.
-// This file is the entry: argument checks, the doctor's own pool, the password scrub.
+// one file per family of checks, judge.js runs them in order, verdict.js combines, fix.js words
+// the commands and GRANTs, report.js prints. This file is the entry: argument checks, the
+// doctor's own pool, how its commands name the server, the password scrub.
 const binding = require('../binding');
 const c = require('../check');
 const { CONTRACTS } = require('../shapes');
 const { mysqlPool, configOf, isNative } = require('../sql');
 const { POOL_DEFAULTS } = require('./checks/pool');
 const { expectedLayout, normType } = require('./ddl');
+const { grantStatement } = require('./fix');
 const { collect, errorText } = require('./facts');
 const { dbMatches, parseGrant, privilegeModel } = require('./grants');
 const { judge } = require('./judge');
@@ -53,7 +56,10 @@ function optionsOf(opts, fallback) {
     throw c.typeError('checkDatabase: opts.setIsolation must be a boolean');
   const pool = c.absent(opts.pool) ? undefined : opts.pool;
   if (pool !== undefined) c.obj(pool, 'opts.pool');
+  if (!c.absent(opts.commandTarget) && typeof opts.commandTarget !== 'string')
+    throw c.typeError('checkDatabase: opts.commandTarget must be a string');
   return {
+    commandTarget: c.absent(opts.commandTarget) ? undefined : opts.commandTarget,
     contract,
     pendingWork: opts.pendingWork !== false,
     setIsolation: opts.setIsolation,
@@ -80,6 +86,35 @@ function scrub(v, secret) {
     return x;
   };
   return walk(v);
+}
+
+/** `s` as one shell word (single-quoted unless it is plain). */
+const shellWord = (s) => (/^[\w@%+=:,./-]*$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`);
+
+/**
+ * How the commands a report suggests name the server: the caller's choice (the CLI: nothing when
+ * the URL came from MYSQL_URL, which the command reads too), else the URL of the settings with
+ * `PASSWORD` standing for a password, else (an Sql handed in) "$MYSQL_URL".
+ */
+function commandTargetOf(cfg, chosen) {
+  if (chosen !== undefined) return chosen;
+  if (!cfg || cfg.hosts || cfg.socketPath) return '"$MYSQL_URL"';
+  const auth = `${encodeURIComponent(cfg.user || 'root')}${cfg.password ? ':PASSWORD' : ''}`;
+  const host = cfg.host && cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host || 'localhost';
+  return shellWord(`mysql://${auth}@${host}:${cfg.port || 3306}/${encodeURIComponent(cfg.database || '')}`);
+}
+
+/** What to run for the connection errors a statement fixes: an unknown database, a database not granted. */
+function connectionFix(e, cfg) {
+  const db = cfg && cfg.database;
+  if (!db || !e) return '';
+  const quoted = `\`${db.replace(/`/g, '``')}\``;
+  if (e.errno === 1049)
+    return ` — to create it, as an administrator, run: CREATE DATABASE ${quoted} CHARACTER SET utf8mb4;`;
+  if (e.errno === 1044 && cfg.user) {
+    return ` — as an account that may grant (e.g. root), run: ${grantStatement(['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'CREATE', 'ALTER'], db, `${cfg.user}@%`)} (with the account's own host part in place of %)`;
+  }
+  return '';
 }
 
 /** `user@host:port/database` of connection settings (never the password). */
@@ -115,6 +150,7 @@ async function checkDatabaseOf(sql, prefix, opts, fallback) {
   let password;
   let pool;
   let native = false;
+  let cfg;
   if (isSqlLike(sql)) {
     native = isNative(sql);
     const given = o.pool || {};
@@ -130,7 +166,7 @@ async function checkDatabaseOf(sql, prefix, opts, fallback) {
     if (sql === null || sql === undefined || (typeof sql !== 'string' && typeof sql !== 'object')) {
       throw c.typeError('checkDatabase: sql must be an Sql, a mysql:// URL, mysqlPool options or a mysql2 pool');
     }
-    const cfg = configOf(sql); // TypeError for a bad URL / options, before anything connects
+    cfg = configOf(sql); // TypeError for a bad URL / options, before anything connects
     password = cfg.password;
     const setIsolation = o.setIsolation ?? cfg.setIsolation;
     pool = {
@@ -161,6 +197,7 @@ async function checkDatabaseOf(sql, prefix, opts, fallback) {
     native,
     own: own !== null,
     setIsolation: pool.setIsolation,
+    commandTarget: commandTargetOf(cfg, o.commandTarget),
   };
 
   let result;
@@ -173,10 +210,15 @@ async function checkDatabaseOf(sql, prefix, opts, fallback) {
     } catch (e) {
       const whom = own ? ` ${describeTarget(given)}` : '';
       const checks = [
-        check('connection', 'fail', `cannot connect to or query${whom || ' the server'}: ${errorText(e)}`, {
-          code: e && e.code,
-          errno: e && e.errno,
-        }),
+        check(
+          'connection',
+          'fail',
+          `cannot connect to or query${whom || ' the server'}: ${errorText(e)}${connectionFix(e, cfg)}`,
+          {
+            code: e && e.code,
+            errno: e && e.errno,
+          },
+        ),
       ];
       result = { verdict: 'fail', checks };
     }

@@ -1,8 +1,12 @@
 'use strict';
 // Judging the facts: every check, in the order of the report, from what facts.js collected.
-// The connection and database lines are judged here; every other family has its file in checks/.
+// The report is a list of families, each `(facts, target) => check[]`; to add one (say, the push
+// listener's facts), write it in checks/, collect its facts in facts.js (a cluster kind collects
+// its own: checks/cluster.js) and put it in FAMILIES where its lines belong. The target `t` is
+// { prefix, contract, pendingWork, pool, native, own, setIsolation, hosts, commandTarget } plus
+// what earlier families found (`layoutName`).
 const { binlogCheck } = require('./checks/binlog');
-const { galeraChecks } = require('./checks/galera');
+const { clusterChecks } = require('./checks/cluster');
 const { hostChecks } = require('./checks/hosts');
 const { isolationChecks } = require('./checks/isolation');
 const { layoutCheck } = require('./checks/layout');
@@ -21,65 +25,70 @@ const { layoutName } = require('./layout');
 const { ALPHA2, V3 } = require('./names');
 const { check } = require('./verdict');
 
-/** Every check from the collected facts. `t`: { prefix, contract, pendingWork, pool, native, own, setIsolation, hosts }. */
-function judge(f, t) {
-  const checks = [];
-  checks.push(
-    check('connection', 'ok', `connected as ${f.currentUser} in ${f.connectMs} ms`, {
-      user: f.currentUser,
-      ms: f.connectMs,
-    }),
-  );
-  checks.push(serverCheck(f));
-  checks.push(
-    f.database === null
-      ? check('database', 'fail', 'no database selected: put it in the URL path (mysql://user@host:3306/<database>)')
-      : check('database', 'ok', `\`${f.database}\``, { name: f.database }),
-  );
-  checks.push(skipLockedCheck(f));
-  checks.push(...isolationChecks(f, t));
-  let layout = null;
-  let tableLines = [];
-  if (f.database !== null) {
-    if (!f.tables) {
-      tableLines = [
-        check('tables', 'warn', `could not read information_schema: ${f.errors.tables || 'unknown error'}`),
-      ];
-    } else {
-      const expected = { [ALPHA2]: expectedLayout(t.prefix, ALPHA2), [V3]: expectedLayout(t.prefix, V3) };
-      const r = tableChecks(f, t, expected);
-      layout = layoutName(r.layouts);
-      tableLines = [...r.checks, layoutCheck(f, t, layout)];
-      if (f.errors.columns || f.errors.indexes) {
-        tableLines.push(
-          check(
-            'tables',
-            'warn',
-            `parts of information_schema could not be read: ${[f.errors.columns, f.errors.indexes].filter(Boolean).join('; ')}`,
-          ),
-        );
-      }
-    }
+const connectionCheck = (f) =>
+  check('connection', 'ok', `connected as ${f.currentUser} in ${f.connectMs} ms`, {
+    user: f.currentUser,
+    ms: f.connectMs,
+  });
+
+const databaseCheck = (f) =>
+  f.database === null
+    ? check('database', 'fail', 'no database selected: put it in the URL path (mysql://user@host:3306/<database>)')
+    : check('database', 'ok', `\`${f.database}\``, { name: f.database });
+
+/** The six tables and what they add up to; records `t.layoutName` for the families after it. */
+function schemaChecks(f, t) {
+  if (f.database === null) return [];
+  if (!f.tables)
+    return [check('tables', 'warn', `could not read information_schema: ${f.errors.tables || 'unknown error'}`)];
+  const expected = { [ALPHA2]: expectedLayout(t.prefix, ALPHA2), [V3]: expectedLayout(t.prefix, V3) };
+  const r = tableChecks(f, t, expected);
+  t.layoutName = layoutName(r.layouts);
+  const out = [...r.checks];
+  const layout = layoutCheck(f, t, t.layoutName);
+  if (layout) out.push(layout);
+  if (f.errors.columns || f.errors.indexes) {
+    const what = [f.errors.columns, f.errors.indexes].filter(Boolean).join('; ');
+    out.push(check('tables', 'warn', `parts of information_schema could not be read: ${what}`));
   }
-  checks.push(...privilegeChecks(f, { ...t, layoutName: layout }));
-  checks.push(...tableLines);
-  if (f.database !== null) {
-    // information_schema.ROUTINES lists only routines the account holds some privilege on.
-    const has = f.grants ? privilegeModel(f.grants.list, f.database, f.fold) : null;
-    const where = { routine: `${t.prefix}pending_work` };
-    const canSee = !has || ['EXECUTE', 'CREATE ROUTINE', 'ALTER ROUTINE'].some((p) => has(p, where));
-    checks.push(routineCheck(f, t, canSee));
-  }
-  checks.push(
-    packetCheck(f),
-    timeZoneCheck(f),
-    binlogCheck(f),
-    ...galeraChecks(f),
-    replicationCheck(f),
-    ...poolChecks(f, t),
-    ...hostChecks(t),
-  );
-  return checks;
+  return out;
 }
 
-module.exports = { judge };
+function routineChecks(f, t) {
+  if (f.database === null) return [];
+  // information_schema.ROUTINES lists only routines the account holds some privilege on.
+  const has = f.grants ? privilegeModel(f.grants.list, f.database, f.fold) : null;
+  const where = { routine: `${t.prefix}pending_work` };
+  const canSee = !has || ['EXECUTE', 'CREATE ROUTINE', 'ALTER ROUTINE'].some((p) => has(p, where));
+  return [routineCheck(f, t, canSee)];
+}
+
+/** The report's families, in report order. */
+const FAMILIES = [
+  { name: 'connection', lines: (f) => [connectionCheck(f)] },
+  { name: 'server', lines: (f) => [serverCheck(f)] },
+  { name: 'database', lines: (f) => [databaseCheck(f)] },
+  { name: 'skip-locked', lines: (f) => [skipLockedCheck(f)] },
+  { name: 'isolation', lines: isolationChecks },
+  { name: 'privileges', lines: privilegeChecks },
+  { name: 'schema', lines: schemaChecks },
+  { name: 'routine', lines: routineChecks },
+  { name: 'server settings', lines: (f) => [packetCheck(f), timeZoneCheck(f), binlogCheck(f)] },
+  { name: 'cluster', lines: clusterChecks },
+  { name: 'replication', lines: (f) => [replicationCheck(f)] },
+  { name: 'pool', lines: poolChecks },
+  { name: 'hosts', lines: (f, t) => hostChecks(t) },
+];
+
+/** Every check from the collected facts, in report order. */
+function judge(f, target) {
+  const t = { ...target };
+  const lines = new Map();
+  // The schema family is judged first (the privileges read the layout it found), printed in its place.
+  for (const fam of [...FAMILIES].sort((a, b) => (a.name === 'schema' ? -1 : b.name === 'schema' ? 1 : 0))) {
+    lines.set(fam.name, fam.lines(f, t));
+  }
+  return FAMILIES.flatMap((fam) => lines.get(fam.name));
+}
+
+module.exports = { judge, FAMILIES };

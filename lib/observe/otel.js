@@ -3,23 +3,25 @@
 // port call, a child per statement (with the times it really ran) and per connection checkout,
 // attributes per the database client semantic conventions. `@opentelemetry/api` is the
 // caller's, passed in; the package requires none of it.
+//
+// Span kinds: a statement is the database call on the wire — CLIENT, as the conventions ask of a
+// database client span. A port call wraps several of them (the conventions' higher-level API over
+// generic queries); giving it CLIENT as well would count each round trip twice in tools that treat
+// CLIENT spans as outgoing calls, and a span should serve one purpose, so it is INTERNAL, the
+// statements its children. `db.system.name` is what the server said it is (system.js).
 const dc = require('node:diagnostics_channel');
 const c = require('../check');
 const { CHANNELS } = require('./tracing');
 const { version } = require('../../package.json');
 
-/** `error.type`: the error's code (ER_DUP_ENTRY, ECONNRESET, …), else its class name. */
-function errorType(e) {
-  if (e && typeof e === 'object') {
-    if (typeof e.code === 'string' && e.code) return e.code;
-    if (typeof e.name === 'string' && e.name) return e.name;
-  }
-  return '_OTHER';
-}
+const { errorAttributes } = require('./meter');
 
-/** Attributes every span carries. */
-function common(system, ctx) {
-  const a = { 'db.system.name': system };
+/** `error.type`: the error's code (ER_DUP_ENTRY, ECONNRESET, …), else its class name. */
+const errorType = (e) => errorAttributes(e)['error.type'];
+
+/** Attributes every span carries; `fallback` names the system when the server could not say. */
+function common(fallback, ctx) {
+  const a = { 'db.system.name': ctx.system ?? fallback };
   if (ctx.database) a['db.namespace'] = ctx.database;
   if (ctx.serverAddress !== undefined) a['server.address'] = ctx.serverAddress;
   if (ctx.serverPort !== undefined) a['server.port'] = ctx.serverPort;
@@ -35,8 +37,8 @@ function spanName(operation, ctx, fallback) {
 /**
  * Subscribes to the channels and turns their events into spans of `api` (the caller's
  * `@opentelemetry/api`). Options: `tracerProvider` (default: the global one), `system` (the
- * `db.system.name`, 'mysql' or 'mariadb'; default 'mysql'), `acquire` (spans for connection
- * checkouts; default true). Answers a function that unsubscribes.
+ * `db.system.name` of spans whose server cannot be asked — a wrapped `Sql`; default 'mysql'),
+ * `acquire` (spans for connection checkouts; default true). Answers a function that unsubscribes.
  */
 function traceOpenTelemetry(api, opts = {}) {
   if (!api || !api.trace || !api.context || !api.SpanKind || !api.SpanStatusCode) {
@@ -57,7 +59,7 @@ function traceOpenTelemetry(api, opts = {}) {
     const span = spans.get(ctx);
     if (!span) return;
     const e = ctx.error;
-    span.setAttribute('error.type', errorType(e));
+    span.setAttributes(errorAttributes(e));
     if (e instanceof Error) span.recordException(e);
     span.setStatus({ code: api.SpanStatusCode.ERROR, message: e?.message });
   };
@@ -80,7 +82,7 @@ function traceOpenTelemetry(api, opts = {}) {
         const a = { ...common(system, ctx), 'db.operation.name': ctx.method, 'iterativeflow.contract': ctx.contract };
         if (ctx.runId !== undefined) a['iterativeflow.run_id'] = ctx.runId;
         if (ctx.flow !== undefined) a['iterativeflow.flow'] = ctx.flow;
-        start(ctx, spanName(ctx.method, ctx, 'call'), a);
+        start(ctx, spanName(ctx.method, ctx, 'call'), a, api.SpanKind.INTERNAL);
       },
       error: failed,
       asyncEnd: (ctx) =>

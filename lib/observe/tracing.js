@@ -11,6 +11,7 @@
 const dc = require('node:diagnostics_channel');
 const { AsyncLocalStorage, AsyncResource } = require('node:async_hooks');
 const binding = require('../binding');
+const { askable, detectSystem, shouldAsk, systemOf } = require('./system');
 
 /** The channel names; stable. */
 const CHANNELS = Object.freeze({
@@ -60,6 +61,21 @@ function subscribed(ch) {
   );
 }
 
+/** Whether one of our own channels is subscribed to (their contexts carry `system`). */
+function ownWanted() {
+  return subscribed(own.call) || subscribed(own.query) || subscribed(own.acquire) || subscribed(own.connect);
+}
+
+/**
+ * Runs `publish()` now, or — the first time one of our channels publishes for a pool whose server
+ * has not said yet what it is — once it has (system.js; at most a second), so that every context
+ * carries `system`. The wait keeps the caller's async context.
+ */
+function withSystem(server, publish) {
+  if (!shouldAsk(server) || !ownWanted()) return publish();
+  return detectSystem(server).then(publish);
+}
+
 /** Whether anything the pool `server` may publish on is subscribed to. */
 function wanted(server) {
   if (subscribed(own.call) || subscribed(own.query) || subscribed(own.acquire) || subscribed(own.connect)) return true;
@@ -79,20 +95,28 @@ function now() {
 
 /**
  * What a pool tells every event: `{ serverAddress, serverPort, database }` (a socket path is the
- * address, with no port, as mysql2 does), plus its tracing options (not published).
+ * address, with no port, as mysql2 does), plus its tracing options (not published). `native`, the
+ * pool, is what system.js asks which server it is.
  */
-function serverOf(cfg, tracing) {
+function serverOf(cfg, tracing, native) {
   const socket = cfg.socketPath;
-  return Object.freeze({
+  const server = Object.freeze({
     serverAddress: socket || cfg.host || 'localhost',
     serverPort: socket ? undefined : (cfg.port ?? 3306),
     database: cfg.database || '',
     mysql2: Boolean(tracing?.mysql2),
     values: Boolean(tracing?.values),
   });
+  askable(server, native);
+  return server;
 }
 
-const NO_SERVER = Object.freeze({ serverAddress: undefined, serverPort: undefined, database: undefined });
+const NO_SERVER = Object.freeze({
+  serverAddress: undefined,
+  serverPort: undefined,
+  database: undefined,
+  system: undefined,
+});
 
 /** Which encoded argument of a port method is the run it concerns. */
 const RUN_ARG = {
@@ -148,7 +172,8 @@ function operationOf(text) {
 
 /** Publishes the events of a settled native call's trace as children of `parent`. */
 function publishTrace(events, parent, server, callError) {
-  const base = { serverAddress: server.serverAddress, serverPort: server.serverPort, database: server.database };
+  const base = pick(server);
+  const compat = mysql2Shape(base);
   const counts = { roundTrips: 0, statements: 0, retries: 0 };
   const trips = new Set();
   for (const e of events) {
@@ -171,7 +196,7 @@ function publishTrace(events, parent, server, callError) {
       if (subscribed(own.query)) replay(own.query, ctx);
       if (server.mysql2) {
         const ch = e.prepared ? mysql2.execute : mysql2.query;
-        if (subscribed(ch)) replay(ch, withError({ query: e.query, values: undefined, ...base }, error));
+        if (subscribed(ch)) replay(ch, withError({ query: e.query, values: undefined, ...compat }, error));
       }
     } else if (e.kind === 'acquire') {
       const ctx = {
@@ -186,8 +211,8 @@ function publishTrace(events, parent, server, callError) {
       if (subscribed(own.acquire)) replay(own.acquire, ctx);
       if (e.opened && subscribed(own.connect)) replay(own.connect, { ...ctx, waitMs: undefined });
       if (server.mysql2) {
-        if (subscribed(mysql2.poolConnect)) replay(mysql2.poolConnect, withError({ ...base }, error));
-        if (e.opened && subscribed(mysql2.connect)) replay(mysql2.connect, withError({ ...base }, error));
+        if (subscribed(mysql2.poolConnect)) replay(mysql2.poolConnect, withError({ ...compat }, error));
+        if (e.opened && subscribed(mysql2.connect)) replay(mysql2.connect, withError({ ...compat }, error));
       }
     } else if (e.kind === 'retry') {
       counts.retries++;
@@ -232,6 +257,10 @@ function armed(start, onEvents) {
  * its trace), else on a wrapped `Sql` whose statements `bridgeTap` publishes live.
  */
 function traceCall(server, info, native, run) {
+  return withSystem(server, () => traceCallNow(server, info, native, run));
+}
+
+function traceCallNow(server, info, native, run) {
   const ctx = { ...info, ...NO_SERVER, ...pick(server) };
   if (native) {
     return own.call.tracePromise(
@@ -246,9 +275,20 @@ function traceCall(server, info, native, run) {
   return own.call.tracePromise(() => run(ctx), ctx);
 }
 
+/** mysql2's context fields of `base` (mysql2 publishes no `system`). */
+function mysql2Shape(base) {
+  const { system, ...rest } = base;
+  return rest;
+}
+
 function pick(server) {
   if (!server) return {};
-  return { serverAddress: server.serverAddress, serverPort: server.serverPort, database: server.database };
+  return {
+    serverAddress: server.serverAddress,
+    serverPort: server.serverPort,
+    database: server.database,
+    system: systemOf(server),
+  };
 }
 
 /**
@@ -258,13 +298,17 @@ function pick(server) {
  */
 function traceStatement(server, text, params, run) {
   if (!wanted(server)) return run();
+  return withSystem(server, () => traceStatementNow(server, text, params, run));
+}
+
+function traceStatementNow(server, text, params, run) {
   const values = server.values ? params : undefined;
   const ctx = { query: text, operation: operationOf(text), values, ...pick(server), startTime: now() };
   const outer = bridged?.getStore();
   if (outer !== undefined) ctx.parent = outer;
   const live = (ch, c, fn) => (ch && subscribed(ch) ? ch.tracePromise(fn, c) : fn());
   const compat = server.mysql2 ? mysql2.query : undefined;
-  const mysql2Ctx = { query: text, values, ...pick(server) };
+  const mysql2Ctx = { query: text, values, ...mysql2Shape(pick(server)) };
   return live(compat, mysql2Ctx, () =>
     live(own.query, ctx, () =>
       armed(run, (events, error) => {

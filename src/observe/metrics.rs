@@ -74,22 +74,33 @@ const fn eq(a: &[u8], b: &[u8]) -> bool {
     true
 }
 
-/// Latency buckets: bucket `k` holds calls that took less than `FIRST_US · 2^(k/2)` µs (two
-/// buckets per doubling, 50 µs … ~100 s); the last one everything slower.
-const BUCKETS: usize = 44;
-const FIRST_US: f64 = 50.0;
+/// The latency buckets' upper bounds, µs: 0.1 ms … 10 s in a 1-2.5-5 series, so that each of the
+/// OpenTelemetry database conventions' advised bounds (1, 5, 10, 50, 100, 500 ms, 1, 5, 10 s) is
+/// one of them and a Prometheus histogram gets round `le` values. Bucket `k` holds the calls that
+/// took at most `BOUNDS_US[k]`; the last bucket (`BUCKETS - 1`) everything slower.
+const BOUNDS_US: [u64; 16] = [
+    100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
+    1_000_000, 2_500_000, 5_000_000, 10_000_000,
+];
+const BUCKETS: usize = BOUNDS_US.len() + 1;
 
 fn bucket_of(d: Duration) -> usize {
-    let us = d.as_secs_f64() * 1e6;
-    if us < FIRST_US {
-        return 0;
-    }
-    let k = ((us / FIRST_US).log2() * 2.0).floor() as usize + 1;
-    k.min(BUCKETS - 1)
+    let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+    BOUNDS_US.partition_point(|&b| b < us)
 }
 
+/// The upper bound of bucket `k`, ms (the last finite one for the unbounded bucket).
 fn bucket_upper_ms(k: usize) -> f64 {
-    FIRST_US * 2f64.powf(k as f64 / 2.0) / 1000.0
+    BOUNDS_US[k.min(BOUNDS_US.len() - 1)] as f64 / 1000.0
+}
+
+/// The lower bound of bucket `k`, ms.
+fn bucket_lower_ms(k: usize) -> f64 {
+    if k == 0 {
+        0.0
+    } else {
+        bucket_upper_ms(k - 1)
+    }
 }
 
 struct Method {
@@ -174,8 +185,8 @@ impl Metrics {
     }
 
     /// `{ <method>: { calls, errors: { argument, server, connection, contract }, p50Ms, p90Ms,
-    /// p99Ms, sumMs, buckets } }` for every method called at least once (percentiles are bucket
-    /// upper bounds; `buckets[k]` counts the calls in bucket `k`, see `latencyBucketsMs()`).
+    /// p99Ms, sumMs, buckets } }` for every method called at least once (percentiles are estimated
+    /// within their bucket; `buckets[k]` counts the calls in bucket `k`, see `latencyBucketsMs()`).
     pub fn methods(&self) -> Value {
         let mut out = Map::new();
         for (name, m) in METHODS.iter().zip(&self.methods) {
@@ -207,29 +218,31 @@ impl Metrics {
 }
 
 /// The upper bounds of the latency buckets, ms (the last one is unbounded: `Infinity`), for
-/// exporters that publish `stats().methods[m].buckets` as a histogram (lib/metrics.js).
+/// exporters that publish `stats().methods[m].buckets` as a histogram (lib/observe/families.js).
 pub fn latency_buckets_ms() -> Vec<f64> {
-    (0..BUCKETS)
-        .map(|k| {
-            if k + 1 == BUCKETS {
-                f64::INFINITY
-            } else {
-                bucket_upper_ms(k)
-            }
-        })
+    BOUNDS_US
+        .iter()
+        .map(|&b| b as f64 / 1000.0)
+        .chain(std::iter::once(f64::INFINITY))
         .collect()
 }
 
-/// The upper bound of the bucket holding the `q` quantile of `counts`.
+/// The `q` quantile of `counts`, ms: linear within the bucket that holds it (as Prometheus'
+/// `histogram_quantile` estimates it), the last finite bound when it falls in the unbounded one.
 fn percentile(counts: &[u64], q: f64) -> f64 {
     let total: u64 = counts.iter().sum();
-    let rank = (q * total as f64).ceil().max(1.0) as u64;
-    let mut seen = 0;
-    for (k, n) in counts.iter().enumerate() {
-        seen += n;
-        if seen >= rank {
-            return (bucket_upper_ms(k) * 1000.0).round() / 1000.0;
+    let rank = (q * total as f64).max(1.0);
+    let mut seen = 0u64;
+    for (k, &n) in counts.iter().enumerate() {
+        if n > 0 && (seen + n) as f64 >= rank {
+            if k + 1 == BUCKETS {
+                return bucket_upper_ms(k);
+            }
+            let (lo, hi) = (bucket_lower_ms(k), bucket_upper_ms(k));
+            let v = lo + (hi - lo) * ((rank - seen as f64) / n as f64);
+            return (v * 1000.0).round() / 1000.0;
         }
+        seen += n;
     }
     bucket_upper_ms(BUCKETS - 1)
 }
@@ -245,10 +258,22 @@ mod tests {
     }
 
     #[test]
-    fn buckets_double_every_two_steps_and_percentiles_read_them() {
+    fn buckets_hold_calls_up_to_their_bound_and_percentiles_read_them() {
         assert_eq!(bucket_of(Duration::from_micros(10)), 0);
-        assert_eq!(bucket_of(Duration::from_micros(100)), 3);
+        assert_eq!(
+            bucket_of(Duration::from_micros(100)),
+            0,
+            "a bound is inclusive (le)"
+        );
+        assert_eq!(bucket_of(Duration::from_micros(101)), 1);
+        assert_eq!(bucket_of(Duration::from_millis(1)), 3);
         assert_eq!(bucket_of(Duration::from_secs(1000)), BUCKETS - 1);
+        let bounds = latency_buckets_ms();
+        assert_eq!(bounds.len(), BUCKETS);
+        assert!(bounds.last().unwrap().is_infinite());
+        for advised in [1.0, 5.0, 10.0, 50.0, 100.0, 500.0, 1000.0, 5000.0, 10000.0] {
+            assert!(bounds.contains(&advised), "{advised} ms is a bound");
+        }
         let m = Metrics::default();
         for _ in 0..99 {
             m.record(0, Duration::from_micros(100), None);
@@ -262,11 +287,24 @@ mod tests {
         let s = &v["startRun"];
         assert_eq!(s["calls"], 100);
         assert_eq!(s["errors"]["contract"], 1);
-        assert!(s["p50Ms"].as_f64().unwrap() <= 0.15);
-        assert!(s["p99Ms"].as_f64().unwrap() <= 0.15);
+        let p50 = s["p50Ms"].as_f64().unwrap();
+        let p99 = s["p99Ms"].as_f64().unwrap();
+        assert!(p50 > 0.0 && p50 <= 0.1, "{p50}");
+        assert!(p99 <= 0.1, "{p99}");
+        assert!(s["p90Ms"].as_f64().unwrap() <= p99);
+        let buckets = s["buckets"].as_array().unwrap();
+        assert_eq!(buckets.len(), BUCKETS);
+        assert_eq!(buckets[0], 99);
         assert!(
             v.get("claim").is_none(),
             "methods never called are left out"
         );
+    }
+
+    #[test]
+    fn a_quantile_in_the_unbounded_bucket_is_the_last_bound() {
+        let mut counts = vec![0u64; BUCKETS];
+        counts[BUCKETS - 1] = 3;
+        assert_eq!(percentile(&counts, 0.5), bucket_upper_ms(BUCKETS - 2));
     }
 }

@@ -1,17 +1,18 @@
 'use strict';
-// The Galera checks: the node's state and cluster, and the settings Galera needs.
+// The Galera cluster kind (MariaDB; checks/cluster.js): the node's state and cluster, and the
+// settings Galera needs. Its facts (wsrep variables and status) are read with the others in facts.js.
 const { isOn } = require('../facts');
 const { check } = require('../verdict');
 
+const applies = (f) => isOn(f.session.wsrep_on ?? f.global.wsrep_on);
+
+/** Why this server is no Galera node, for the cluster line. */
+function absent(f) {
+  if (!f.maria) return 'Galera is a MariaDB cluster';
+  return `Galera: wsrep_on ${f.global.wsrep_on || f.session.wsrep_on || 'absent'}`;
+}
+
 function galeraChecks(f) {
-  const wsrep = isOn(f.session.wsrep_on ?? f.global.wsrep_on);
-  if (!wsrep) {
-    return [
-      check('galera', 'ok', `not a Galera node (wsrep_on ${f.global.wsrep_on || f.session.wsrep_on || 'absent'})`, {
-        galera: false,
-      }),
-    ];
-  }
   const size = Number(f.status.wsrep_cluster_size);
   const state = f.status.wsrep_local_state_comment || 'unknown';
   const status = f.status.wsrep_cluster_status || 'unknown';
@@ -61,4 +62,6 @@ function galeraChecks(f) {
   return out;
 }
 
-module.exports = { galeraChecks };
+const galera = { name: 'galera', applies, absent, checks: galeraChecks };
+
+module.exports = { galera };

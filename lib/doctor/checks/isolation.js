@@ -1,6 +1,9 @@
 'use strict';
 // The isolation checks: what the sessions of this Sql run (the package needs READ COMMITTED)
-// and the server default (what setIsolation: false falls back to).
+// and the server default (what setIsolation: false falls back to). The default is information,
+// never a warning of its own: stock servers default to REPEATABLE READ, harmless while mysqlPool
+// sets READ COMMITTED on each connection, and with setIsolation: false the `isolation` line
+// already fails — one cause, one line.
 const { isolationOf } = require('../facts');
 const { check } = require('../verdict');
 
@@ -40,13 +43,14 @@ function isolationChecks(f, t) {
         'fail',
         `transactions run ${pretty(session)}: the package needs READ COMMITTED (its first-writer-wins re-read) — ` +
           (t.setIsolation === false
-            ? 'with setIsolation: false the server default must be READ COMMITTED (transaction_isolation = READ-COMMITTED)'
+            ? `with setIsolation: false the server default must be READ COMMITTED — as an administrator, run: ${setDefault(f)}`
             : "mysqlPool's setup did not take effect"),
         { session },
       ),
     );
   }
-  if (!server) out.push(check('isolation.default', 'warn', 'could not read the server default isolation level'));
+  if (!server)
+    out.push(check('isolation.default', 'ok', 'could not read the server default (only setIsolation: false uses it)'));
   else if (server === RC)
     out.push(
       check('isolation.default', 'ok', 'server default READ COMMITTED (also right for setIsolation: false)', {
@@ -54,17 +58,23 @@ function isolationChecks(f, t) {
       }),
     );
   else {
-    out.push(
-      check(
-        'isolation.default',
-        'warn',
-        `server default ${pretty(server)}: fine while mysqlPool sets READ COMMITTED on each connection (the default), ` +
-          'but with mysqlPool(x, { setIsolation: false }) (servers that pin connections) the default must be READ COMMITTED',
-        { server },
-      ),
-    );
+    const why =
+      t.setIsolation === false
+        ? 'which setIsolation: false leaves in force (see isolation)'
+        : t.native || t.own
+          ? 'not used: mysqlPool sets READ COMMITTED on each connection (only setIsolation: false would fall back to it)'
+          : "what this Sql's sessions start with unless it sets the isolation itself (see isolation)";
+    out.push(check('isolation.default', 'ok', `server default ${pretty(server)}, ${why}`, { server }));
   }
   return out;
+}
+
+/** The statement that makes READ COMMITTED the server default, in this server's dialect. */
+function setDefault(f) {
+  const name = f.global.transaction_isolation !== undefined ? 'transaction_isolation' : 'tx_isolation';
+  return f.maria
+    ? `SET GLOBAL ${name} = 'READ-COMMITTED' (and transaction-isolation = READ-COMMITTED in the server configuration)`
+    : `SET PERSIST ${name} = 'READ-COMMITTED'`;
 }
 
 module.exports = { isolationChecks };

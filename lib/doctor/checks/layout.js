@@ -1,6 +1,10 @@
 'use strict';
 // The layout check: what the six tables add up to against the target contract — missing,
-// incomplete, drifted, an upgrade to run, or the alpha.2-on-3.0 downgrade hazard.
+// incomplete, an upgrade to run, or the alpha.2-on-3.0 downgrade hazard — as the one line that
+// says what to run. Drift (tables that fit no contract) is told table by table (tables.js), so it
+// gets no line here.
+const { privilegeModel } = require('../grants');
+const { runSchema } = require('../fix');
 const { BASES, V3 } = require('../names');
 const { check } = require('../verdict');
 
@@ -16,32 +20,40 @@ function otherPrefixes(f, prefix) {
   return out;
 }
 
+/** Whether the account may not even see the tables (then "missing" may be "hidden"). */
+function hidden(f, t) {
+  if (!f.grants) return false;
+  const has = privilegeModel(f.grants.list, f.database, f.fold);
+  return BASES.some((b) => !has('SELECT', { table: `${t.prefix}${b}` }));
+}
+
+/** The layout line, or null (drift: the table lines say it). */
 function layoutCheck(f, t, layout) {
-  const apply = `applySchema(sql, ${JSON.stringify(t.prefix)}${t.contract === V3 ? ", { contract: '3.0.0' }" : ''})`;
   const value = { layout, contract: t.contract };
+  if (layout === 'drifted') return null;
   if (layout === 'missing') {
+    if (hidden(f, t)) {
+      return check(
+        'layout',
+        'warn',
+        `no tables with prefix ${JSON.stringify(t.prefix)} visible to this account in \`${f.database}\` (see privileges.data); if they are missing, ${runSchema(t)}`,
+        value,
+      );
+    }
     const others = otherPrefixes(f, t.prefix);
     const hint = others.length
-      ? ` — found the tables with prefix ${others.map((p) => JSON.stringify(p)).join(', ')} (wrong --prefix?)`
+      ? `; found the tables with prefix ${others.map((p) => JSON.stringify(p)).join(', ')} — wrong --prefix?`
       : '';
     return check(
       'layout',
       'fail',
-      `no tables with prefix ${JSON.stringify(t.prefix)} in \`${f.database}\`: run ${apply}${hint}`,
+      `no tables with prefix ${JSON.stringify(t.prefix)} in \`${f.database}\`: to create them, ${runSchema(t)}${hint}`,
       value,
     );
   }
   if (layout === 'incomplete') {
     const gone = BASES.filter((b) => f.tables[b] === null).map((b) => `${t.prefix}${b}`);
-    return check('layout', 'fail', `tables missing: ${gone.join(', ')} — ${apply} creates them`, value);
-  }
-  if (layout === 'drifted') {
-    return check(
-      'layout',
-      'fail',
-      'the tables match neither the 2.0.0-alpha.2 nor the 3.0.0 layout (see the table lines): fix them by hand — applySchema does not repair existing tables',
-      value,
-    );
+    return check('layout', 'fail', `tables missing: ${gone.join(', ')} — to create them, ${runSchema(t)}`, value);
   }
   if (layout === t.contract) return check('layout', 'ok', `the ${layout} layout`, value);
   if (t.contract === V3) {
@@ -49,7 +61,7 @@ function layoutCheck(f, t, layout) {
       'layout',
       'fail',
       `${layout === 'mixed' ? 'a partly upgraded layout (some tables 2.0.0-alpha.2, some 3.0.0)' : 'the 2.0.0-alpha.2 layout'}: the 3.0.0 backend needs run.priority and signal.consumed — ` +
-        `run ${apply}, which upgrades in place and keeps every row`,
+        `to upgrade in place (every row kept), ${runSchema(t)}`,
       value,
     );
   }

@@ -1,7 +1,11 @@
 'use strict';
 // The server check: kind and version against the supported ones (SKIP LOCKED needs MariaDB
-// 10.6 / MySQL 8.0.1).
+// 10.6 / MySQL 8.0.1) and the ones this package is tested on.
 const { check } = require('../verdict');
+
+/** Release series the package's suite runs on: here (MariaDB 10.11, MySQL 9.7) and in CI (MySQL 8.0, 8.4). */
+const TESTED = { mariadb: ['10.11'], mysql: ['8.0', '8.4', '9.7'] };
+const tested = (kind, ver) => TESTED[kind].includes(`${ver[0]}.${ver[1]}`);
 
 function parseVersion(v) {
   const m = /^(?:5\.5\.5-)?(\d+)\.(\d+)\.(\d+)/.exec(v);
@@ -47,18 +51,22 @@ function serverCheck(f) {
         value,
       );
     }
-    const tested = ver[0] === 10 && ver[1] === 11;
     return check(
       'server',
       'ok',
-      `${label}${tested ? ': tested with this package' : ': supported (≥ 10.6), not tested here (10.11 is)'}`,
+      `${label}${tested('mariadb', ver) ? ': tested with this package' : `: supported (≥ 10.6), not tested (${TESTED.mariadb.join(', ')} is)`}`,
       value,
     );
   }
   if (below(ver, [8, 0, 1])) {
     return check('server', 'fail', `${label}: MySQL below 8.0.1 has no SKIP LOCKED — upgrade to 8.0.1 or later`, value);
   }
-  return check('server', 'ok', `${label}: supported (≥ 8.0.1), not tested here`, value);
+  return check(
+    'server',
+    'ok',
+    `${label}${tested('mysql', ver) ? ': tested with this package' : `: supported (≥ 8.0.1), not tested (${TESTED.mysql.join(', ')} are)`}`,
+    value,
+  );
 }
 
 module.exports = { serverCheck };
