@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 
 import { closeAdmin, serverUrl, urlWithDatabase } from '../helpers/db.mjs';
 import { galeraSkip, startGaleraCluster } from '../helpers/galera.mjs';
-import { PASSWORD_USER } from '../helpers/server.mjs';
+import { PASSWORD_USER, onMysql } from '../helpers/server.mjs';
 import {
   BASES,
   STOCK,
@@ -90,8 +90,12 @@ test(
           'pool.connections',
           'pool.timeouts',
           'pool.prepared',
+          'push',
+          'push.reach',
         ],
       );
+      assert.match(c.push.detail, STOCK.push);
+      assert.equal(c['push.reach'].value.reach, 'server', 'root reaches every account');
       assert.equal(c.layout.value.layout, '2.0.0-alpha.2');
       assert.match(c.server.detail, STOCK.server);
       assert.equal(c.server.value.kind, STOCK.kind);
@@ -622,6 +626,31 @@ test('a host list: pool.hosts shows each host, the refused one set aside with it
       ['aside', 'healthy'],
     );
     assert.equal(byName(await checkDatabase(d.db.url))['pool.hosts'], undefined);
+  } finally {
+    await d.done();
+  }
+});
+
+test("push: the listener's mode on this server and pool, and whose parks this account's rings reach", TO, async () => {
+  const d = await database('push');
+  const plain = await user(d.db.database, 'SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER');
+  try {
+    await m.applySchema(d.sql);
+    // An account without PROCESS and CONNECTION ADMIN: its rings end its own parks only.
+    const own = byName(await checkDatabase(withUser(d.db.url, plain.name, plain.password)));
+    assert.equal(own['push.reach'].verdict, 'ok', 'one account for every process is fine');
+    assert.equal(own['push.reach'].value.reach, 'account');
+    const privileges = onMysql() ? 'PROCESS, CONNECTION_ADMIN' : 'PROCESS, CONNECTION ADMIN';
+    assert.ok(
+      own['push.reach'].detail.includes(`GRANT ${privileges} ON *.* TO '${plain.name}'@'%';`),
+      own['push.reach'].detail,
+    );
+    // An Sql of the user's own (here over our pool): on MySQL a listener over it polls, having
+    // no park connection; on MariaDB it parks on the Sql's connections.
+    const wrapped = { query: (t, p) => d.sql.query(t, p), exec: (t, p) => d.sql.exec(t, p), tx: (fn) => d.sql.tx(fn) };
+    const over = byName(await checkDatabase(wrapped))['push'];
+    assert.equal(over.value.mode, onMysql() ? 'polling' : 'doorbell', over.detail);
+    assert.equal(byName(await checkDatabase(d.sql))['push'].value.mode, 'doorbell');
   } finally {
     await d.done();
   }

@@ -42,6 +42,7 @@ export const STOCK = {
     binlog: /^binary log off/,
     binlogOn: false,
     cluster: /^not a cluster node \(Galera: wsrep_on (OFF|absent)\)$/,
+    push: /^doorbell: a listener parks one statement; a ring ends it with KILL QUERY ID$/,
   },
   mysql: {
     server: /^MySQL \d+\.\d+\.\d+.*: tested with this package$/,
@@ -50,6 +51,7 @@ export const STOCK = {
     binlog: /^binary log on, binlog_format ROW$/,
     binlogOn: true,
     cluster: /^not a cluster node \(Galera is a MariaDB cluster\)$/,
+    push: /^doorbell: a listener parks on a connection of its own; a ring ends it with KILL QUERY \(performance_schema/,
   },
 }[serverKind()];
 

@@ -45,6 +45,7 @@ const GLOBAL_VARS = [
   'wsrep_sync_wait',
   'wsrep_provider',
   'aurora_version',
+  'performance_schema',
 ];
 const STATUS_VARS = [
   'Threads_connected',

@@ -43,4 +43,4 @@ function grantStatement(privs, database, currentUser) {
 const runGrant = (privs, f) =>
   `as an account that may grant (e.g. root), run: ${grantStatement(privs, f.database, f.currentUser)}`;
 
-module.exports = { schemaCommand, schemaCall, runSchema, grantStatement, runGrant };
+module.exports = { schemaCommand, schemaCall, runSchema, grantStatement, runGrant, account };

@@ -13,6 +13,7 @@ const { layoutCheck } = require('./checks/layout');
 const { packetCheck } = require('./checks/packet');
 const { poolChecks } = require('./checks/pool');
 const { privilegeChecks } = require('./checks/privileges');
+const { pushChecks } = require('./checks/push');
 const { replicationCheck } = require('./checks/replication');
 const { routineCheck } = require('./checks/routine');
 const { serverCheck } = require('./checks/server');
@@ -77,6 +78,7 @@ const FAMILIES = [
   { name: 'cluster', lines: clusterChecks },
   { name: 'replication', lines: (f) => [replicationCheck(f)] },
   { name: 'pool', lines: poolChecks },
+  { name: 'push', lines: pushChecks },
   { name: 'hosts', lines: (f, t) => hostChecks(t) },
 ];
 

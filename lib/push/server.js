@@ -3,6 +3,7 @@
 // it is, how it lists running statements and how a KILL names one, the database and account the
 // pool works as, whether that account's rings reach other accounts' parks, and whether the server
 // is one node of a cluster (a ring reaches the parks of its own server only).
+const { parseGrant } = require('../doctor/grants');
 
 /**
  * How each server lists statements and ends one: MariaDB's `KILL QUERY ID` names a statement;
@@ -14,20 +15,28 @@ const KINDS = {
   mysql: { processlist: 'performance_schema.processlist', id: 'ID', kill: 'connection' },
 };
 
-/** Global privileges with which an account sees (PROCESS) and ends (the rest) other accounts' statements. */
-const SEE = /\b(ALL PRIVILEGES|PROCESS)\b/;
-const END = /\b(ALL PRIVILEGES|SUPER|CONNECTION ADMIN|CONNECTION_ADMIN)\b/;
+/**
+ * The global privileges with which an account sees (PROCESS) and ends (one of the others) other
+ * accounts' statements: MariaDB names the second CONNECTION ADMIN (10.5+), MySQL CONNECTION_ADMIN.
+ */
+const SEE = ['PROCESS'];
+const END = ['SUPER', 'CONNECTION ADMIN', 'CONNECTION_ADMIN'];
 
 /**
- * Whose parks a ring of this account reaches, from its `SHOW GRANTS` lines: `'server'` with the
- * global privileges to see and end every account's statements, `'account'` otherwise (a user sees
- * and ends its own sessions without any privilege). Privileges held through a role are not
- * counted (a role must be set to be in force; the pool sets none).
+ * Whose parks a ring of this account reaches, from its grants (lib/doctor/grants.js `parseGrant`
+ * of each `SHOW GRANTS` line): `'server'` with the global privileges to see and end every
+ * account's statements, `'account'` otherwise (a user sees and ends its own sessions without any
+ * privilege). Privileges held through a role are not counted (a role must be set to be in force;
+ * the pool sets none).
  */
 function reachOf(grants) {
-  const global = grants.filter((g) => /\bON \*\.\* TO\b/i.test(g)).join(' ');
-  return SEE.test(global) && END.test(global) ? 'server' : 'account';
+  const global = new Set(grants.filter((g) => g && !g.revoke && g.level === 'global').flatMap((g) => [...g.privs]));
+  const has = (p) => global.has('ALL') || global.has(p);
+  return SEE.some(has) && END.some(has) ? 'server' : 'account';
 }
+
+/** The privileges to grant an account whose rings should reach every account's parks, per server. */
+const reachPrivileges = (mariadb) => (mariadb ? 'PROCESS, CONNECTION ADMIN' : 'PROCESS, CONNECTION_ADMIN');
 
 /**
  * `{ kind, version, db, account, reach, processlist, id, kill, cluster }` of the server behind
@@ -50,7 +59,7 @@ async function serverFacts(sql) {
     const n = Number(rows[0]?.n ?? 0);
     cluster = n > 1 ? n : 0;
   }
-  const grants = (await sql.query('SHOW GRANTS')).map((row) => String(Object.values(row)[0]));
+  const grants = (await sql.query('SHOW GRANTS')).map((row) => parseGrant(Object.values(row)[0]));
   return {
     kind,
     version: String(r.v),
@@ -62,4 +71,4 @@ async function serverFacts(sql) {
   };
 }
 
-module.exports = { serverFacts, reachOf };
+module.exports = { serverFacts, reachOf, reachPrivileges };
