@@ -23,7 +23,7 @@ function suite(ctx) {
     const v = await w;
     const took = Date.now() - start;
     assert.equal(v, undefined);
-    assert.ok(took < 1000, `took ${took} ms`);
+    assert.ok(took < 4000, `took ${took} ms (resolved by the signal, not the 5 s timeout)`);
   });
 
   test('12.4.2 a 25 ms wait without a signal resolves after >= 20 ms', async () => {

@@ -44,7 +44,8 @@ for (const [way, make] of Object.entries(WAYS)) {
 // LATCH_INTERVAL_MS, ≈ 1.5 s after the tick.
 const LATCH_INTERVAL_MS = 2000;
 const LATCH_TICK_MS = 2500;
-const LATCH_PROMPT_MS = 700;
+// Well before the child's next look (intervalMs 2000): a kept wake, not the next park or probe.
+const LATCH_PROMPT_MS = 1500;
 
 test(
   'a wake that lands while the child is busy (nobody waiting) is kept for its next waitForWork',

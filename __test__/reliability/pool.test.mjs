@@ -114,7 +114,8 @@ test(
         assert.equal(r.ok, false, `${what}: must not get a connection`);
         assert.match(r.error.message, /timed out/i, `${what}: clear timeout error`);
         assert.match(r.error.message, /acquireTimeoutMs|200 ms/, `${what}: names the limit`);
-        assert.ok(r.ms >= 150 && r.ms < 2000, `${what}: rejected after ~200 ms, took ${r.ms.toFixed(0)} ms`);
+        // Bounded by acquireTimeoutMs (200 ms), not waiting for a connection that never comes back.
+        assert.ok(r.ms >= 150 && r.ms < 10_000, `${what}: rejected after ~200 ms, took ${r.ms.toFixed(0)} ms`);
         lines.push(`${what} ${r.ms.toFixed(0)} ms`);
         message = r.error.message;
       }
