@@ -11,7 +11,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, posix } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-import { renderPushIdle, renderPushLatency } from './push-figures.mjs';
+import { renderPushBinlog, renderPushIdle, renderPushLatency } from './push-figures.mjs';
 import { renderHeadline, renderSingleCalls, renderSummary, serverOf } from './summary.mjs';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -37,17 +37,26 @@ export const BLOCKS = {
   },
   'push-latency': { render: renderPushLatency, sections: true, needs: (r) => r.push?.variants?.length },
   'push-idle': { render: renderPushIdle, sections: true, needs: (r) => r.push?.idle?.rows?.length },
+  // A results file of its own (`source`), not one per server.
+  'push-binlog': { render: renderPushBinlog, source: 'bench/push-binlog.json', needs: (r) => r.variants?.length },
 };
 
 const OPEN = /<!-- figures:([a-z-]+) -->\n/g;
 const close = (name) => `<!-- /figures:${name} -->`;
 
-/** The results files present under `root`: `[{ file, results }]`. */
+/** The results files present under `root`: `[{ file, results }]` (and `root`, for a block's own file). */
 export function loadSources(root = ROOT) {
-  return SOURCES.filter((f) => existsSync(join(root, f))).map((file) => ({
+  const sources = SOURCES.filter((f) => existsSync(join(root, f))).map((file) => ({
     file,
     results: JSON.parse(readFileSync(join(root, file), 'utf8')),
   }));
+  return Object.assign(sources, { root });
+}
+
+/** One results file of a block's own, as sources (none when it is missing). */
+function loadFile(file, root = ROOT) {
+  const path = join(root, file);
+  return existsSync(path) ? [{ file, results: JSON.parse(readFileSync(path, 'utf8')) }] : [];
 }
 
 /** Block `name` for `page` (its links relative to the page) from `sources`. */
@@ -56,6 +65,7 @@ export function renderBlock(name, sources, page) {
   if (!block) throw new Error(`${page}: unknown figures block ${JSON.stringify(name)}`);
   const base = posix.relative(posix.dirname(page), '.');
   const prefix = base ? `${base}/` : '';
+  if (block.source) sources = loadFile(block.source, sources.root);
   const parts = sources
     .filter((s) => block.needs(s.results))
     .map(({ file, results }) => {

@@ -16,6 +16,7 @@
 // BENCH_BINLOG_COMMITS (default 3000), BENCH_BINLOG_IDLE_MS (default 6000), BENCH_BINLOG_SAMPLES (40).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -71,7 +72,14 @@ const percentile = (xs, q) => {
 async function main() {
   const server = await startPrivateServer({ kind: 'mysql' });
   const root = await mysql.createConnection({ uri: server.url, multipleStatements: true });
-  const out = { date: new Date().toISOString(), server: server.version, commits: COMMITS, variants: [] };
+  const [{ model }] = os.cpus();
+  const out = {
+    date: new Date().toISOString(),
+    host: `${os.cpus().length} CPU (${model.trim()})`,
+    server: server.version,
+    commits: COMMITS,
+    variants: [],
+  };
   try {
     await root.query(
       'CREATE DATABASE b; CREATE TABLE b.job (run_id VARCHAR(191) PRIMARY KEY, run_at BIGINT NOT NULL, n INT NOT NULL)',

@@ -42,3 +42,27 @@ export function renderPushIdle(results, { base = '', file = 'bench/results.json'
   );
   return lines.join('\n');
 }
+
+/**
+ * What push by the binary log would cost on MySQL (bench/push-binlog.mjs): server and reader CPU
+ * per commit with 0, 1 and 10 replication streams open, and how soon a commit shows in a stream.
+ */
+export function renderPushBinlog(results, { base = '', file = 'bench/push-binlog.json' } = {}) {
+  const lines = [
+    "| replication streams open | server CPU per commit | each stream reader's CPU per commit |",
+    '|---:|---:|---:|',
+  ];
+  for (const v of results?.variants ?? [])
+    lines.push(
+      `| ${v.readers} | ${num(v.serverUsPerCommit)} µs | ${v.readers ? `${num(v.readerUsPerCommit)} µs` : '—'} |`,
+    );
+  const lat = results?.latencyMs;
+  lines.push(
+    '',
+    `${num(results?.commits)} one-row commits (upserts and deletes, the queue's shape) per variant; a commit shows in ` +
+      `a stream p50 ${lat ? ms(lat.p50) : 'n/a'}, p99 ${lat ? ms(lat.p99) : 'n/a'} later. ${results?.server ? `MySQL ${results.server}` : ''}, ` +
+      `${results?.date ? results.date.slice(0, 10) : 'undated'}${results?.host ? `, ${results.host}` : ''}. From ` +
+      `[\`${file}\`](${base}${file}) (\`node bench/push-binlog.mjs\`).`,
+  );
+  return lines.join('\n');
+}
