@@ -128,6 +128,9 @@ pub struct PoolHandle {
     pub tags: Tags,
     /// Single statements sent as text because the server could not prepare more statements.
     pub prepared_fallbacks: AtomicU64,
+    /// Reset every connection a user call used, not only those it may have changed
+    /// (`resetOnRelease`, `pool::session`).
+    pub reset_on_release: bool,
 }
 
 /// How many times a unit of work is run at most before a transient error surfaces.
