@@ -3,6 +3,7 @@
 // JS-side `Sql` object users and the backend share (query / exec / tx / close).
 const c = require('./check');
 const { configOf, poolOpts } = require('./source');
+const { rejected } = require('./failure');
 const { inspect } = require('node:util');
 const binding = require('./binding');
 const { renderPrometheus, registerPromClient, observeOpenTelemetry } = require('./observe/metrics');
@@ -44,22 +45,38 @@ function checkText(text) {
   if (typeof text !== 'string') throw c.typeError('text must be a SQL string');
 }
 
+/**
+ * Awaits `p` (a call's promise), giving a rejection the caller's stack (lib/failure.js): an
+ * async function, so that the callers awaiting it are on the stack when it fails.
+ */
+async function settled(p) {
+  try {
+    return await p;
+  } catch (e) {
+    throw rejected(e, settled);
+  }
+}
+
 /** The `Sql` bound to one open transaction; `tx` nests flat (runs fn on the same handle). */
 function txSql(tx, server) {
   const self = {
     query(text, params) {
-      return settle(() => {
-        checkText(text);
-        const p = paramsOf(params);
-        return tracing.traceStatement(server, text, p, () => tx.query(text, p));
-      });
+      return settled(
+        settle(() => {
+          checkText(text);
+          const p = paramsOf(params);
+          return tracing.traceStatement(server, text, p, () => tx.query(text, p));
+        }),
+      );
     },
     exec(text, params) {
-      return settle(() => {
-        checkText(text);
-        const p = paramsOf(params);
-        return tracing.traceStatement(server, text, p, () => tx.exec(text, p));
-      });
+      return settled(
+        settle(() => {
+          checkText(text);
+          const p = paramsOf(params);
+          return tracing.traceStatement(server, text, p, () => tx.exec(text, p));
+        }),
+      );
     },
     tx(fn) {
       return Promise.resolve().then(() => fn(self));
@@ -109,18 +126,22 @@ class MysqlSql {
   }
 
   query(text, params) {
-    return this.track(() => {
-      checkText(text);
-      const p = paramsOf(params);
-      return tracing.traceStatement(this[SERVER], text, p, () => this.#native.query(text, p));
-    });
+    return settled(
+      this.track(() => {
+        checkText(text);
+        const p = paramsOf(params);
+        return tracing.traceStatement(this[SERVER], text, p, () => this.#native.query(text, p));
+      }),
+    );
   }
   exec(text, params) {
-    return this.track(() => {
-      checkText(text);
-      const p = paramsOf(params);
-      return tracing.traceStatement(this[SERVER], text, p, () => this.#native.exec(text, p));
-    });
+    return settled(
+      this.track(() => {
+        checkText(text);
+        const p = paramsOf(params);
+        return tracing.traceStatement(this[SERVER], text, p, () => this.#native.exec(text, p));
+      }),
+    );
   }
   tx(fn) {
     if (typeof fn !== 'function') return Promise.reject(c.typeError('tx: fn must be a function'));
@@ -129,18 +150,20 @@ class MysqlSql {
       tracing.traceStatement(server, statement, undefined, () =>
         statement === 'COMMIT' ? tx.commit() : tx.rollback(),
       );
-    return this.track(async () => {
-      const tx = await tracing.traceStatement(server, 'BEGIN', undefined, () => this.#native.begin());
-      let out;
-      try {
-        out = await fn(txSql(tx, server));
-      } catch (e) {
-        await end(tx, 'ROLLBACK').catch(() => undefined);
-        throw e;
-      }
-      await end(tx, 'COMMIT');
-      return out;
-    });
+    return settled(
+      this.track(async () => {
+        const tx = await tracing.traceStatement(server, 'BEGIN', undefined, () => this.#native.begin());
+        let out;
+        try {
+          out = await fn(txSql(tx, server));
+        } catch (e) {
+          await end(tx, 'ROLLBACK').catch(() => undefined);
+          throw e;
+        }
+        await end(tx, 'COMMIT');
+        return out;
+      }),
+    );
   }
   /** A park of the doorbell on the park connection; tracked like any call. */
   [PARK](text, params) {
@@ -228,4 +251,15 @@ function serverInfoOf(sql) {
   return sql && typeof sql === 'object' ? sql[SERVER] : undefined;
 }
 
-module.exports = { mysqlPool, MysqlSql, nativeOf, nativeTxOf, isNative, configOf, serverInfoOf, onClose, PARK };
+module.exports = {
+  settled,
+  mysqlPool,
+  MysqlSql,
+  nativeOf,
+  nativeTxOf,
+  isNative,
+  configOf,
+  serverInfoOf,
+  onClose,
+  PARK,
+};

@@ -8,8 +8,9 @@
 
 pub(crate) mod wrapped;
 
-use crate::error::{Error, Result};
+use crate::error::{connect, Error, Result};
 use crate::observe::trace;
+use crate::pool::auth;
 use crate::pool::charset;
 use crate::pool::hosts::{self, Hosts, Node};
 use crate::pool::literal;
@@ -240,16 +241,11 @@ impl PoolHandle {
                         Err(_) => Err(self.acquire_timed_out()),
                     };
                 }
-                Err(_) if self.hosts.multi() => Error::Connection {
-                    code: "ETIMEDOUT",
-                    message: format!(
-                        "{}:{} gave no connection within {} ms",
-                        node.host,
-                        node.port,
-                        share.as_millis()
-                    ),
-                },
-                Err(_) => self.acquire_timed_out(),
+                Err(_) if self.hosts.saturated(node) => self.acquire_timed_out(),
+                // Not waiting for a busy connection: connecting took too long.
+                Err(_) => {
+                    connect::Failure::timed_out(&connect::Place::of(node.opts()), share.as_millis())
+                }
             };
             if self.hosts.multi() {
                 node.set_aside(failure.message(), Some(generation));
@@ -263,7 +259,8 @@ impl PoolHandle {
         Error::Connection {
             code: "ETIMEDOUT",
             message: format!(
-                "timed out after {} ms waiting for a connection (acquireTimeoutMs)",
+                "timed out after {} ms waiting for a free connection (acquireTimeoutMs; \
+                 all connectionLimit connections were in use)",
                 self.acquire_timeout.as_millis()
             ),
         }
@@ -282,7 +279,10 @@ impl PoolHandle {
     /// One connection from `node`'s pool; in a multi-host pool, probed (`hosts::unfit`) on its
     /// first checkout and after the host was set aside, and closed if the node is unfit.
     async fn checkout(&self, node: &Node, pool: &mysql_async::Pool) -> Result<Conn> {
-        let mut conn = pool.get_conn().await?;
+        let mut conn = match pool.get_conn().await {
+            Ok(conn) => conn,
+            Err(e) => return Err(connect_failure(e, node.opts()).await),
+        };
         if self.max_packet.load(Ordering::Relaxed) == 0 {
             let max: Option<u64> = conn.query_first("SELECT @@max_allowed_packet").await?;
             self.max_packet
@@ -437,6 +437,22 @@ fn process_list(server: Option<&(String, u8)>) -> &'static str {
         }
         _ => "information_schema.PROCESSLIST",
     }
+}
+
+/// What a caller learns from `e`, the failure to open a connection with `opts`: where it was
+/// going and why, in mysql2's terms (`error::connect`) — or, where the driver gave up on a
+/// login MySQL answers with a decoy plugin, the server's own answer (`pool::auth`).
+async fn connect_failure(e: mysql_async::Error, opts: &mysql_async::Opts) -> Error {
+    let place = connect::Place::of(opts);
+    let decoy = matches!(&e, mysql_async::Error::Driver(mysql_async::DriverError::UnknownAuthPlugin { name })
+        if name == auth::DECOY_PLUGIN);
+    if decoy && opts.ssl_opts().is_none() {
+        let user = opts.user().unwrap_or_default();
+        if let Some(answer) = auth::verdict(&place, user, opts.pass()).await {
+            return answer;
+        }
+    }
+    connect::shape(e, &place)
 }
 
 /// Closes a connection that must not go back to the pool (after a connection failure or a

@@ -267,9 +267,9 @@ pub fn build(cfg: &PoolConfig) -> Result<Settings> {
         .with_constraints(constraints)
         .with_reset_connection(false)
         .with_inactive_connection_ttl(idle)
-        // Looked at twice per idleTimeout (at most every 30 s), so an idle connection lives at
-        // most 1.5 × idleTimeout.
-        .with_ttl_check_interval((idle / 2).min(Duration::from_secs(30)));
+        // Looked at twice per idleTimeout (every 1 to 30 s, the driver's bounds), so an idle
+        // connection lives at most about 1.5 × idleTimeout.
+        .with_ttl_check_interval((idle / 2).clamp(Duration::from_secs(1), Duration::from_secs(30)));
     let keep_alive = cfg.enable_keep_alive.unwrap_or(true).then(|| {
         if keep_alive_ms == 0 {
             DEFAULT_KEEPALIVE
@@ -303,17 +303,7 @@ pub fn build(cfg: &PoolConfig) -> Result<Settings> {
                 .unwrap_or(false)
                 .then(mysql_async::Compression::fast),
         )
-        // One round trip when a connection opens (and after a reset, `pool::session`): the
-        // character set every literal is written for (`charset::PIN`) and the isolation level
-        // the ports assume.
-        .setup(if cfg.set_isolation.unwrap_or(true) {
-            vec![format!(
-                "{}; SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
-                charset::PIN
-            )]
-        } else {
-            Vec::new()
-        });
+        .setup(setup(cfg));
     if !attributes.is_empty() {
         b = b.connect_attributes(attributes);
     }
@@ -336,6 +326,24 @@ pub fn build(cfg: &PoolConfig) -> Result<Settings> {
         password: cfg.password.clone().filter(|p| !p.is_empty()),
         reset_on_release: cfg.reset_on_release.unwrap_or(false),
     })
+}
+
+/// What a connection runs once it is open, and again after a reset (`pool::session`), in one
+/// round trip: the character set every literal is written for (`charset::PIN`), the isolation
+/// level the ports assume, and the pool's database (a reset keeps the one a `USE` chose).
+/// Nothing with `setIsolation: false` (see `PoolConfig::set_isolation`).
+fn setup(cfg: &PoolConfig) -> Vec<String> {
+    if !cfg.set_isolation.unwrap_or(true) {
+        return Vec::new();
+    }
+    let mut text = format!(
+        "{}; SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+        charset::PIN
+    );
+    if let Some(db) = cfg.database.as_deref().filter(|d| !d.is_empty()) {
+        text.push_str(&format!("; USE `{}`", db.replace('`', "``")));
+    }
+    vec![text]
 }
 
 fn ssl_opts(ssl: &SslConfig) -> Result<SslOpts> {
