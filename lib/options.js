@@ -128,7 +128,6 @@ const OWN = {
   connectAttributes: attrsOf,
   enableCleartextPlugin: bool,
   resetOnRelease: bool,
-  trace: bool,
   setIsolation: bool,
   ssl: sslFrom,
 };
@@ -171,6 +170,7 @@ const ONLY = {
   insecureAuth: [[false], 'the pre-4.1 password protocol is not supported'],
   gracefulEnd: [[true], 'close() always waits for the calls in flight'],
   disableEval: [[true, false], 'it is a boolean (this package never evaluates generated code)'],
+  trace: [[true, false], "it is a boolean (a failed call always carries its caller's stack, taken only when it fails)"],
   debug: [[false], 'use the diagnostics channels instead (mysqlPool(x, { tracing }), docs/observability.md)'],
   flags: [[''], 'client capability flags cannot be set'],
 };

@@ -48,7 +48,6 @@ function fromMysql2Config(cfg, conn, label) {
       compress: Boolean(conn.compress),
       enableCleartextPlugin: conn.enableCleartextPlugin === undefined ? undefined : Boolean(conn.enableCleartextPlugin),
       resetOnRelease: cfg.resetOnRelease === undefined ? undefined : Boolean(cfg.resetOnRelease),
-      trace: conn.trace === undefined ? undefined : Boolean(conn.trace),
     });
   } catch (e) {
     e.message = e.message.replace(/^mysqlPool: /, `mysqlPool: ${label}'s `);
