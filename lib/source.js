@@ -42,7 +42,8 @@ function fromMysql2Config(cfg, conn, label) {
       connectionLimit: cfg.connectionLimit,
       acquireTimeoutMs: conn.connectTimeout,
       idleTimeout: cfg.idleTimeout,
-      maxIdle: cfg.maxIdle,
+      // mysql2 lets maxIdle exceed connectionLimit (it then means all of them).
+      maxIdle: Number.isInteger(cfg.maxIdle) ? Math.min(cfg.maxIdle, cfg.connectionLimit) : undefined,
       enableKeepAlive: conn.enableKeepAlive,
       keepAliveInitialDelay: conn.keepAliveInitialDelay || undefined,
       compress: Boolean(conn.compress),
