@@ -42,8 +42,7 @@ function fromMysql2Config(cfg, conn, label) {
       connectionLimit: cfg.connectionLimit,
       acquireTimeoutMs: conn.connectTimeout,
       idleTimeout: cfg.idleTimeout,
-      // mysql2 lets maxIdle exceed connectionLimit (it then means all of them).
-      maxIdle: Number.isInteger(cfg.maxIdle) ? Math.min(cfg.maxIdle, cfg.connectionLimit) : undefined,
+      maxIdle: cfg.maxIdle,
       enableKeepAlive: conn.enableKeepAlive,
       keepAliveInitialDelay: conn.keepAliveInitialDelay || undefined,
       compress: Boolean(conn.compress),

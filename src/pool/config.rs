@@ -252,7 +252,8 @@ pub fn build(cfg: &PoolConfig) -> Result<Settings> {
         1,
         MAX_TIMEOUT_MS,
     )?;
-    let max_idle = in_range("maxIdle", cfg.max_idle, 0, 0, limit as i64)? as usize;
+    // As in mysql2, a maxIdle above connectionLimit means all of them.
+    let max_idle = (in_range("maxIdle", cfg.max_idle, 0, 0, MAX_CONNECTIONS)? as usize).min(limit);
     let keep_alive_ms = in_range(
         "keepAliveInitialDelay",
         cfg.keep_alive_initial_delay,
