@@ -3,9 +3,12 @@
 // permanent error). On MySQL 9.7 accounts use caching_sha2_password, whose first login after
 // its cache is emptied is the full exchange — over TCP without TLS the password goes
 // RSA-encrypted with the server's public key — and MySQL answers an unknown account with a
-// decoy plugin that is sometimes sha256_password (docs/configuration.md, "Errors").
+// decoy plugin that is sometimes sha256_password (docs/configuration.md, "Errors"). Also TLS with
+// a client certificate, and certificates that do not verify (a permanent error).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 
 import { adminQuery } from '../helpers/db.mjs';
 import { onMysql } from '../helpers/server.mjs';
@@ -143,4 +146,55 @@ test('with TLS required, an unknown account is still a permanent error, never a 
     }
   }
   t.diagnostic(`codes: ${[...codes].join(', ')}`);
+});
+
+test('TLS with a client certificate (ssl.cert / key) and a CA; a certificate that does not verify is permanent', async (t) => {
+  const { host, port } = server();
+  if (!onMysql()) {
+    t.diagnostic('the private MariaDB has no certificates: it offers no TLS');
+    const sql = mysqlPool({ host, port, user: 'root', ssl: { ca: 'x', cert: 'x', key: 'x' } });
+    try {
+      await assert.rejects(sql.query('SELECT 1'), (e) => e.code === 'HANDSHAKE_NO_SSL_SUPPORT');
+    } finally {
+      await sql.close();
+    }
+    return;
+  }
+  // The private MySQL made its own CA, server and client certificates in its data directory.
+  const [{ dir }] = await ctx.sql.query('SELECT @@datadir AS dir');
+  const pem = (name) => fs.readFileSync(path.join(dir, name), 'utf8');
+  if (!fs.existsSync(path.join(dir, 'client-cert.pem'))) {
+    t.skip(`the server's certificates are not readable here (${dir}: MYSQL_URL is not the private server)`);
+    return;
+  }
+  const user = `x509_${process.pid}`;
+  await adminQuery(`CREATE USER ?@'%' IDENTIFIED BY 'X509-pw-1' REQUIRE X509`, [user]);
+  try {
+    const base = { host, port, user, password: 'X509-pw-1' };
+    const ca = pem('ca.pem');
+    const identity = { cert: pem('client-cert.pem'), key: pem('client-key.pem') };
+    // The auto-generated server certificate names no host, so this login verifies nothing of it.
+    assert.deepEqual(await whoami({ ...base, ssl: { rejectUnauthorized: false, ...identity } }), {
+      me: `${user}@%`,
+      tls: true,
+    });
+    const denied = await whoami({ ...base, ssl: { rejectUnauthorized: false } }).catch((e) => e);
+    assert.equal(denied.code, 'ER_ACCESS_DENIED_ERROR', 'no client certificate: denied');
+    for (const [label, ssl] of [
+      ['no CA for a self-made certificate', { rejectUnauthorized: true }],
+      ['a certificate that does not name the host', { ca, verifyIdentity: true }],
+      // The driver checks the name even when asked not to (verifyIdentity: false, sslmode=VERIFY_CA):
+      // a certificate that names no host fails, as docs/configuration.md says.
+      ['the CA without the name check', { ca, verifyIdentity: false }],
+    ]) {
+      const e = await whoami({ host, port, user: 'root', ssl }).catch((x) => x);
+      assert.equal(e.code, 'HANDSHAKE_SSL_ERROR', `${label}: ${e.code} ${e.message}`);
+      assert.equal(e.kind, 'argument', label);
+      assert.match(e.message, /certificate/i);
+      assert.match(e.message, new RegExp(`${host}:${port}`));
+      assert.equal(mysqlClassify(e), 'permanent', label);
+    }
+  } finally {
+    await adminQuery(`DROP USER ?@'%'`, [user]);
+  }
 });
