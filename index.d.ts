@@ -28,22 +28,36 @@ export interface Sql {
   tx<T>(fn: (t: Sql) => Promise<T>): Promise<T>;
 }
 
-/** TLS settings. `true` = encrypt without verifying the certificate. */
+/**
+ * TLS settings (these keys of Node's TLS options; any other key is refused). `true` = encrypt
+ * without verifying the certificate.
+ */
 export interface SslOptions {
   /** PEM text of the CA certificate(s) to trust. */
-  ca?: string | Buffer | readonly string[];
+  ca?: string | Buffer | readonly (string | Buffer)[];
   /** Path of a PEM CA bundle to trust. */
   caPath?: string;
   /** Verify the certificate chain (default true when an object is given). */
   rejectUnauthorized?: boolean;
   /** Verify that the certificate names the host (default: same as rejectUnauthorized). */
   verifyIdentity?: boolean;
+  /** A client certificate (PEM) and its private key, for accounts that `REQUIRE X509`. */
+  cert?: string | Buffer;
+  key?: string | Buffer;
+  /** The name the server's certificate must carry, when it is not the host connected to. */
+  servername?: string;
 }
 
-/** Connection options for `mysqlPool`. */
-export interface PoolOptions {
+/**
+ * Connection options for `mysqlPool`. mysql2's names are accepted where this package honours them
+ * (`uri`, `connectTimeout`, …) or takes them with the value it has anyway (`charset: 'utf8mb4'`,
+ * `timezone: 'Z'`, …); any other name throws a TypeError naming it (docs/configuration.md).
+ */
+export interface PoolOptions extends Mysql2AcceptedOptions {
   /** A `mysql://user:password@host:port/database?…` URL; explicit fields override it. */
   url?: string;
+  /** mysql2's name for `url`. */
+  uri?: string;
   host?: string;
   port?: number;
   /**
@@ -65,6 +79,8 @@ export interface PoolOptions {
   connectionLimit?: number;
   /** Maximum wait for a connection (checkout, or connect + handshake), ms (default 10 000). */
   acquireTimeoutMs?: number;
+  /** mysql2's name, read as `acquireTimeoutMs` (give one of the two). */
+  connectTimeout?: number;
   /**
    * Maximum time one round trip on an open connection may go unanswered, ms (default 60 000;
    * 0 = no bound). On expiry the call rejects, the connection is closed and the server is asked
@@ -78,7 +94,56 @@ export interface PoolOptions {
    * statement as text (for proxies that cannot keep prepared statements).
    */
   statementCacheSize?: number;
+  /** ms an idle connection beyond `maxIdle` may stay open (default 60 000). */
+  idleTimeout?: number;
+  /** Idle connections kept however long they idle (default 0). */
+  maxIdle?: number;
+  /** TCP keepalive on every connection (default true). */
+  enableKeepAlive?: boolean;
+  /** ms of idleness before the first keepalive probe (default 30 000). */
+  keepAliveInitialDelay?: number;
+  /** Compress the protocol where the server supports it (default false). */
+  compress?: boolean;
+  /** Attributes sent with the handshake (MySQL shows them in performance_schema). */
+  connectAttributes?: Record<string, string>;
+  /** Answer a server that asks for `mysql_clear_password` (a token as the password; TLS only). */
+  enableCleartextPlugin?: boolean;
+  /**
+   * Reset every connection a call of yours used before the next borrower gets it (default: only
+   * those whose session a statement of yours may have changed).
+   */
+  resetOnRelease?: boolean;
+  /** Set READ COMMITTED and utf8mb4 on each new connection (default true); also `opts.setIsolation`. */
+  setIsolation?: boolean;
   ssl?: boolean | SslOptions;
+}
+
+/**
+ * mysql2 options taken only with the value this package has anyway (another value throws a
+ * TypeError saying why; docs/configuration.md).
+ */
+export interface Mysql2AcceptedOptions {
+  waitForConnections?: true;
+  queueLimit?: 0;
+  charset?: 'utf8mb4' | 'UTF8MB4';
+  timezone?: 'Z' | '+00:00' | '-00:00';
+  dateStrings?: false;
+  supportBigNumbers?: true;
+  bigNumberStrings?: false;
+  decimalNumbers?: false;
+  jsonStrings?: false;
+  multipleStatements?: true;
+  namedPlaceholders?: false;
+  rowsAsArray?: false;
+  nestTables?: false;
+  typeCast?: true;
+  stringifyObjects?: false;
+  insecureAuth?: false;
+  gracefulEnd?: true;
+  disableEval?: boolean;
+  trace?: boolean;
+  debug?: false;
+  flags?: '';
 }
 
 /** Counters kept by the native pool. */

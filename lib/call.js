@@ -6,7 +6,7 @@
 const c = require('./check');
 const binding = require('./binding');
 const { bridge } = require('./bridge');
-const { nativeOf, nativeTxOf, serverInfoOf } = require('./sql');
+const { nativeOf, nativeTxOf, serverInfoOf, settled } = require('./sql');
 const tracing = require('./observe/tracing');
 const { observed, timedCall } = require('./observe/calls');
 
@@ -56,9 +56,10 @@ function createCaller(sql, prefix, contract, joined = false, turn = (send) => se
     } catch (e) {
       return Promise.reject(e);
     }
-    // Timed for the pool's call observers (an OpenTelemetry histogram), when it has any.
-    if (!observed(server)) return send(method, args);
-    return timedCall(server, method, () => send(method, args));
+    // Timed for the pool's call observers (an OpenTelemetry histogram), when it has any. A
+    // rejection gets the caller's stack (lib/failure.js).
+    if (!observed(server)) return settled(send(method, args));
+    return settled(timedCall(server, method, () => send(method, args)));
   };
 }
 

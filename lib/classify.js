@@ -40,6 +40,18 @@ const PERMANENT = new Map([
   [3819, 'check'], // ER_CHECK_CONSTRAINT_VIOLATED (MySQL)
 ]);
 
+/**
+ * Codes of connection failures that are the configuration's, not the network's: the same
+ * connection fails the same way until someone changes the pool or the server (TLS required
+ * but not offered — this package's and mysql2's code alike — and, from this package, an
+ * authentication plugin the driver lacks).
+ */
+const PERMANENT_CODES = new Set([
+  'HANDSHAKE_NO_SSL_SUPPORT',
+  'ER_NOT_SUPPORTED_AUTH_MODE',
+  'MYSQL_CLEAR_PASSWORD_NOT_ENABLED',
+]);
+
 /** How deep `.cause` is followed: wrappers nest a few levels; a cycle must not loop. */
 const MAX_DEPTH = 8;
 
@@ -54,9 +66,9 @@ function serverErrno(e) {
 function verdictOf(e) {
   const errno = serverErrno(e);
   if (errno !== undefined) return PERMANENT.has(errno) ? 'permanent' : 'transient';
-  // This package's own argument checks (lib/check.js, src/error/mod.rs): the same call fails the
-  // same way every time, and nothing was sent.
-  if (e.kind === 'argument') return 'permanent';
+  // This package's own argument checks (lib/check.js, src/error/mod.rs) and pool options the
+  // server cannot work with: the same call fails the same way every time.
+  if (e.kind === 'argument' || PERMANENT_CODES.has(e.code)) return 'permanent';
   // A lost, refused or timed-out connection (ours: kind 'connection'; mysql2: fatal).
   if (e.kind === 'connection' || e.fatal === true) return 'transient';
   return undefined;
@@ -80,4 +92,4 @@ function mysqlClassify(cause) {
   return 'transient';
 }
 
-module.exports = { mysqlClassify, PERMANENT };
+module.exports = { mysqlClassify, PERMANENT, PERMANENT_CODES };

@@ -34,3 +34,31 @@ export function startPrivateServer(opts = {}) {
   const kind = opts.kind ?? serverKind();
   return kind === 'mysql' ? startPrivateMysql(opts) : startPrivateMariadb(opts);
 }
+
+/**
+ * A server of this run's kind that offers no TLS, for tests of what requiring TLS does there:
+ * the run's own MariaDB (its private servers have no certificates), or on MySQL — which offers
+ * TLS by default — a private MySQL started with `--tls-version=` (TLS off). `{ url, host, port,
+ * why, stop() }`; `url` has no database.
+ */
+export async function serverWithoutTls() {
+  if (serverKind() === 'mariadb') {
+    const u = new URL(process.env.MYSQL_URL);
+    u.pathname = '/';
+    return {
+      url: u.toString(),
+      host: u.hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1',
+      port: Number(u.port || 3306),
+      why: 'the private MariaDB has no certificates: it offers no TLS',
+      stop: async () => undefined,
+    };
+  }
+  const s = await startPrivateMysql({ extraArgs: ['--tls-version='] });
+  return {
+    url: s.url,
+    host: '127.0.0.1',
+    port: s.port,
+    why: 'MySQL offers TLS by default: a private MySQL started with --tls-version= (TLS off)',
+    stop: () => s.stop(),
+  };
+}

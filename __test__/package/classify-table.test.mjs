@@ -28,7 +28,7 @@ const cellsOf = (line) =>
 /**
  * The body rows of the first Markdown table in `text` as `{ line, errnos, probes, cls }`:
  * `errnos` are the 4-digit numbers of the `errnoCol` cell, `probes` the error objects the row
- * names in code spans (`kind: '…'`, `fatal: true`), `cls` the first cell that is a class.
+ * names in code spans (`kind: '…'`, `code: '…'`, `fatal: true`), `cls` the first cell that is a class.
  */
 function tableRows(text, errnoCol) {
   const lines = text.split('\n');
@@ -42,6 +42,7 @@ function tableRows(text, errnoCol) {
     assert.ok(cls, `a class (${CLASSES.join(' / ')}) in: ${line}`);
     const errnos = [...cells[errnoCol].matchAll(/\b(\d{4})\b/g)].map((x) => Number(x[1]));
     const probes = [...line.matchAll(/kind: '(\w+)'/g)].map((x) => ({ kind: x[1] }));
+    probes.push(...[...line.matchAll(/code: '(\w+)'/g)].map((x) => ({ code: x[1] })));
     if (/fatal: true/.test(line)) probes.push({ fatal: true });
     rows.push({ line, errnos, probes, cls });
   }

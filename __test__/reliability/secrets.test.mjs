@@ -3,13 +3,14 @@
 // With the `iterflow` / `s3cret-pw` user of the private test server: nothing the package hands
 // back (inspect / String / JSON of the pool and the backend, messages / stacks / inspections of
 // errors from failed queries, wrong passwords, refused connections, bad options) contains the
-// password. Requiring TLS against the (TLS-less) private server fails clearly and promptly.
+// password. Requiring TLS against a server without TLS (the private MariaDB; on MySQL, which
+// offers TLS, a private one started with TLS off) fails clearly and promptly.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import util from 'node:util';
 import { closeAdmin, freshDatabase, serverUrl } from '../helpers/db.mjs';
-import { PASSWORD_USER } from '../helpers/server.mjs';
+import { PASSWORD_USER, serverWithoutTls } from '../helpers/server.mjs';
 import { applySchema, createMysqlBackend, mysqlPool, settle } from './helpers.mjs';
 
 const SECRET = PASSWORD_USER.password; // 's3cret-pw'
@@ -182,39 +183,52 @@ test('the pool, the backend and errors never show the password', { timeout: 60_0
 });
 
 test('requiring TLS against a server without TLS fails clearly and promptly', { timeout: 60_000 }, async (t) => {
+  const bare = await serverWithoutTls();
+  t.diagnostic(bare.why);
+  const at = `${bare.host}:${bare.port}`;
+  const userAt = (extra) => `mysql://${PASSWORD_USER.user}:${encodeURIComponent(SECRET)}@${at}/${extra}`;
   const cases = [
-    ['sslmode=REQUIRED URL', mysqlPool(`${db.url}?sslmode=REQUIRED&acquireTimeoutMs=5000`)],
+    ['sslmode=REQUIRED URL', mysqlPool(`${bare.url}?sslmode=REQUIRED&acquireTimeoutMs=5000`)],
     [
       '{ ssl: true } option',
-      mysqlPool({ host, port, user: 'root', database: db.database, ssl: true, acquireTimeoutMs: 5000 }),
+      mysqlPool({ host: bare.host, port: bare.port, user: 'root', ssl: true, acquireTimeoutMs: 5000 }),
     ],
-    ['password user + sslmode=REQUIRED', mysqlPool(userUrl(SECRET, '?sslmode=REQUIRED&acquireTimeoutMs=5000'))],
+    ['password user + sslmode=REQUIRED', mysqlPool(userAt('?sslmode=REQUIRED&acquireTimeoutMs=5000'))],
   ];
   const lines = [];
-  for (const [label, sql] of cases) {
-    for (const [what, call] of [
-      ['query', () => sql.query('SELECT 1')],
-      ['tx', () => sql.tx(async (h) => h.query('SELECT 1'))],
-      ['backend', () => createMysqlBackend(sql).store.runStats()],
-    ]) {
-      const r = await settle(call());
-      assert.equal(r.ok, false, `${label} / ${what}: must not silently connect without TLS`);
-      assert.match(
-        r.error.message,
-        /SSL|TLS/i,
-        `${label} / ${what}: the error says TLS is the problem: ${r.error.message}`,
-      );
-      assert.ok(r.ms < 4000, `${label} / ${what}: fails promptly (${r.ms.toFixed(0)} ms)`);
-      assertClean(`${label} / ${what}`, r.error);
-      if (what === 'query') lines.push(`${label}: ${r.error.message} (${r.ms.toFixed(0)} ms)`);
+  try {
+    for (const [label, sql] of cases) {
+      for (const [what, call] of [
+        ['query', () => sql.query('SELECT 1')],
+        ['tx', () => sql.tx(async (h) => h.query('SELECT 1'))],
+        ['backend', () => createMysqlBackend(sql).store.runStats()],
+      ]) {
+        const r = await settle(call());
+        assert.equal(r.ok, false, `${label} / ${what}: must not silently connect without TLS`);
+        assert.match(
+          r.error.message,
+          /TLS/,
+          `${label} / ${what}: the error says TLS is the problem: ${r.error.message}`,
+        );
+        assert.match(r.error.message, new RegExp(at.replace(/\./g, '\\.')), `${label} / ${what}: names the server`);
+        assert.equal(r.error.code, 'HANDSHAKE_NO_SSL_SUPPORT');
+        assert.equal(r.error.kind, 'argument', 'a configuration mistake, not a passing connection failure');
+        assert.ok(r.ms < 4000, `${label} / ${what}: fails promptly (${r.ms.toFixed(0)} ms)`);
+        assertClean(`${label} / ${what}`, r.error);
+        if (what === 'query') lines.push(`${label}: ${r.error.message} (${r.ms.toFixed(0)} ms)`);
+      }
+      await sql.close();
     }
-    await sql.close();
+    // sslmode=DISABLED still connects, the password user too
+    for (const url of [`${bare.url}?sslmode=DISABLED`, userAt('?sslmode=DISABLED')]) {
+      const plain = mysqlPool(url);
+      assert.deepEqual(await plain.query('SELECT 1 AS one'), [{ one: 1 }]);
+      await plain.close();
+    }
+  } finally {
+    await bare.stop();
   }
   // a CA file that does not exist is refused up front
   assert.throws(() => mysqlPool(`${db.url}?sslmode=VERIFY_CA&ssl-ca=/nonexistent/ca.pem`), /ca|CA/);
-  // sslmode=DISABLED still connects
-  const plain = mysqlPool(`${db.url}?sslmode=DISABLED`);
-  assert.deepEqual(await plain.query('SELECT 1 AS one'), [{ one: 1 }]);
-  await plain.close();
   for (const l of lines) t.diagnostic(`tls: ${l}`);
 });

@@ -1,13 +1,15 @@
 // Reliability — bound values under every session state a user can set.
 //
-// A literal must mean the same whatever the session was left in: `sql_mode` with or without
-// NO_BACKSLASH_ESCAPES (by SET, by `SET STATEMENT … FOR`, by a procedure), and any character
-// set a user can name (`SET NAMES latin1 | gbk | big5 | sjis | utf8mb4`). Each state is set on
-// the one connection of a pool (connectionLimit 1, so every later call runs in that session),
-// then values built to break out of a literal under one reading or another go through user
-// statements and through every string field of the backend, natively and over a wrapped Sql.
-// Nothing may be stored but the values themselves, read back exactly; no secret may leak; no
-// table may go; an idempotency key with backslashes must still find its run.
+// A literal must mean the same whatever the session is in: `sql_mode` with or without
+// NO_BACKSLASH_ESCAPES (by SET, for one statement — MariaDB's `SET STATEMENT … FOR`, MySQL's
+// `SET_VAR` hint — by a procedure), and any character set a user can name (`SET NAMES latin1 |
+// gbk | big5 | sjis | utf8mb4`). A state a call sets lasts for that call only (the pool resets
+// the connection afterwards: __test__/sql/session-carry.test.mjs), so each state is set inside
+// a transaction, and values built to break out of a literal under one reading or another go
+// through user statements in it and through every string field of the backend joined to it
+// (inTx), natively and over a wrapped Sql. Nothing may be stored but the values themselves,
+// read back exactly; no secret may leak; no table may go; an idempotency key with backslashes
+// must still find its run.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { closeAdmin } from '../helpers/db.mjs';
@@ -88,30 +90,35 @@ for (const state of STATES) {
     const { sql } = env;
     await sql.query('DELETE FROM t');
     for (const v of BREAKOUTS) {
-      await enter(sql, state);
-      await sql.exec('INSERT INTO t (v) VALUES (?)', [v]);
-      await enter(sql, state);
-      const [row] = await sql.query('SELECT ? AS v, CHAR_LENGTH(?) AS n', [v, v]);
-      assert.equal(row.v, v, `SELECT ? echoes ${JSON.stringify(v)}`);
-      assert.equal(Number(row.n), [...v].length);
+      await sql.tx(async (tx) => {
+        await enter(tx, state);
+        await tx.exec('INSERT INTO t (v) VALUES (?)', [v]);
+        await enter(tx, state);
+        const [row] = await tx.query('SELECT ? AS v, CHAR_LENGTH(?) AS n', [v, v]);
+        assert.equal(row.v, v, `SELECT ? echoes ${JSON.stringify(v)}`);
+        assert.equal(Number(row.n), [...v].length);
+      });
     }
     // Where the grammar takes only a plain quoted string, values are quoted for the state read
     // from the session just before: still data, and still accepted.
     for (const v of BREAKOUTS) {
-      await enter(sql, state);
-      const found = await sql.query('SHOW TABLES LIKE ?', [v]);
-      // (The server cuts a LIKE pattern at NUL, so that one may match tables: still data.)
-      if (!v.includes('\0')) assert.deepEqual(found, [], `SHOW TABLES LIKE ${JSON.stringify(v)}`);
+      await sql.tx(async (tx) => {
+        await enter(tx, state);
+        const found = await tx.query('SHOW TABLES LIKE ?', [v]);
+        // (The server cuts a LIKE pattern at NUL, so that one may match tables: still data.)
+        if (!v.includes('\0')) assert.deepEqual(found, [], `SHOW TABLES LIKE ${JSON.stringify(v)}`);
+      });
     }
-    await enter(sql, state);
-    const [{ mode }] = await sql.query('SELECT @@SESSION.sql_mode AS mode');
-    await enter(sql, state);
-    // The pattern reaches LIKE as written. MySQL drops LIKE's escape character under
-    // NO_BACKSLASH_ESCAPES (so `\_` is two characters there); MariaDB keeps `\` as the escape.
-    const escapeDropped = onMysql() && mode.includes('NO_BACKSLASH_ESCAPES');
-    assert.equal((await sql.query('SHOW VARIABLES LIKE ?', ['max\\_allowed\\_packet'])).length, escapeDropped ? 0 : 1);
-    await enter(sql, state);
-    assert.equal((await sql.query('SHOW VARIABLES LIKE ?', ['max_allowed_packet'])).length, 1);
+    await sql.tx(async (tx) => {
+      await enter(tx, state);
+      // Under NO_BACKSLASH_ESCAPES MySQL's LIKE has no escape character (MariaDB's keeps `\`):
+      // there the pattern's backslashes are themselves, and nothing matches — the value stayed data.
+      const [{ mode }] = await tx.query('SELECT @@SESSION.sql_mode AS mode');
+      const literalBackslash = onMysql() && /NO_BACKSLASH_ESCAPES/.test(mode);
+      const found = await tx.query('SHOW VARIABLES LIKE ?', ['max\\_allowed\\_packet']);
+      assert.equal(found.length, literalBackslash ? 0 : 1);
+      assert.equal((await tx.query('SHOW VARIABLES LIKE ?', ['max_allowed_packet'])).length, 1);
+    });
     const rows = await sql.query('SELECT v FROM t ORDER BY id');
     assert.deepEqual(
       rows.map((r) => r.v),
@@ -133,32 +140,42 @@ for (const state of STATES) {
   test(`backend units: keys, names and payloads stay data under ${state.label}`, async (t) => {
     const { sql } = env;
     for (const [path, over] of [
-      ['native', sql],
-      ['wrapped', wrapSql(sql)],
+      ['native', (tx) => tx],
+      ['wrapped', (tx) => wrapSql(tx)],
     ]) {
-      await enter(sql, state);
-      const b = createMysqlBackend(over);
-      const key = 'C:\\new\\table';
-      const spec = { name: "\u4e2d'x", version: 1, input: { p: 'C:\\new\\table', q: "\u00bf'" }, idempotencyKey: key };
-      const first = await b.store.startRun(spec);
-      await enter(sql, state);
-      const again = await b.store.startRun(spec);
-      assert.equal(again.created, false, `${path}: the same key finds the same run`);
-      assert.equal(again.runId, first.runId);
-      await enter(sql, state);
-      const snap = await b.store.loadRun(first.runId);
-      assert.deepEqual([snap.run.name, snap.run.idempotencyKey, snap.run.input], [spec.name, key, spec.input]);
-      const [raw] = await sql.query('SELECT idempotency_key AS k, name FROM run WHERE id = ?', [first.runId]);
-      assert.deepEqual([raw.k, raw.name], [key, spec.name], `${path}: stored bytes are the values`);
+      // The backend joined to a transaction (inTx) runs in the caller's session, state and all.
+      await sql.tx(async (tx) => {
+        await enter(tx, state);
+        const b = createMysqlBackend(over(tx));
+        const key = 'C:\\new\\table';
+        const spec = {
+          name: "\u4e2d'x",
+          version: 1,
+          input: { p: 'C:\\new\\table', q: "\u00bf'" },
+          idempotencyKey: key,
+        };
+        const first = await b.store.startRun(spec);
+        await enter(tx, state);
+        const again = await b.store.startRun(spec);
+        assert.equal(again.created, false, `${path}: the same key finds the same run`);
+        assert.equal(again.runId, first.runId);
+        await enter(tx, state);
+        const snap = await b.store.loadRun(first.runId);
+        assert.deepEqual([snap.run.name, snap.run.idempotencyKey, snap.run.input], [spec.name, key, spec.input]);
+        const [raw] = await tx.query('SELECT idempotency_key AS k, name FROM run WHERE id = ?', [first.runId]);
+        assert.deepEqual([raw.k, raw.name], [key, spec.name], `${path}: stored bytes are the values`);
+      });
       for (const v of BREAKOUTS.slice(0, 6)) {
-        await enter(sql, state);
-        await exercise(
-          sql,
-          createMysqlBackend(sql),
-          (id) => createMysqlBackend(over, { id }),
-          v,
-          `${path} ${JSON.stringify(v)}`,
-        );
+        await sql.tx(async (tx) => {
+          await enter(tx, state);
+          await exercise(
+            tx,
+            createMysqlBackend(tx),
+            (id) => createMysqlBackend(over(tx), { id }),
+            v,
+            `${path} ${JSON.stringify(v)}`,
+          );
+        });
       }
     }
     await expectIntact(sql);

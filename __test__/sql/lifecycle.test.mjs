@@ -1,6 +1,7 @@
 // Pool lifecycle and failure modes: process exit with and without close(), closed-pool errors,
 // connection errors that never leak the password, acquireTimeoutMs against a local blackhole,
-// synchronous option validation and TLS against a server without TLS.
+// synchronous option validation and TLS against a server without TLS (on MySQL, which offers
+// TLS, a private one started with TLS off) and one with it.
 //
 // Nothing here leaves the machine: the "unreachable" and "blackhole" servers are local sockets.
 import { test } from 'node:test';
@@ -14,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
 
 import { adminQuery } from '../helpers/db.mjs';
+import { onMysql, serverWithoutTls } from '../helpers/server.mjs';
 import { PASSWORD_USER, mysqlPool, server, useDatabase, within } from './helpers.mjs';
 import { processList } from '../helpers/server.mjs';
 
@@ -435,30 +437,50 @@ test('invalid host or a missing CA file are refused synchronously too', () => {
 // TLS
 // ---------------------------------------------------------------------------------------------
 
-test('sslmode=REQUIRED against a server without TLS rejects clearly on the first query', async () => {
-  const { host, port } = server();
+test('sslmode=REQUIRED against a server without TLS rejects clearly on the first query', async (t) => {
+  const bare = await serverWithoutTls();
+  t.diagnostic(bare.why);
+  const { host, port } = bare;
   const pools = [
-    mysqlPool(`${ctx.db.url}?sslmode=REQUIRED`),
-    mysqlPool({ host, port, user: 'root', database: ctx.db.database, ssl: true }),
-    mysqlPool({ host, port, user: 'root', database: ctx.db.database, ssl: { rejectUnauthorized: false } }),
+    mysqlPool(`${bare.url}?sslmode=REQUIRED`),
+    mysqlPool({ host, port, user: 'root', ssl: true }),
+    mysqlPool({ host, port, user: 'root', ssl: { rejectUnauthorized: false } }),
   ];
   try {
     for (const sql of pools) {
       await assert.rejects(within(sql.query('SELECT 1'), 10_000, 'TLS query'), (e) => {
-        assert.match(e.message, /SSL|TLS/i);
+        assert.match(e.message, /TLS/);
+        assert.equal(e.code, 'HANDSHAKE_NO_SSL_SUPPORT');
         return true;
       });
     }
-    // Plain connections to the same server work, so it was TLS that failed.
-    assert.deepEqual(await ctx.sql.query('SELECT 1 AS one'), [{ one: 1 }]);
-    // And sslmode=DISABLED is a plain connection.
-    const plain = mysqlPool(`${ctx.db.url}?sslmode=DISABLED`);
-    try {
-      assert.deepEqual(await plain.query('SELECT 1 AS one'), [{ one: 1 }]);
-    } finally {
-      await plain.close();
+    // Plain connections to the same server work, so it was TLS that failed; sslmode=DISABLED
+    // is a plain connection.
+    for (const url of [bare.url, `${bare.url}?sslmode=DISABLED`]) {
+      const plain = mysqlPool(url);
+      try {
+        assert.deepEqual(await plain.query('SELECT 1 AS one'), [{ one: 1 }]);
+      } finally {
+        await plain.close();
+      }
     }
   } finally {
     for (const sql of pools) await sql.close();
+    await bare.stop();
+  }
+});
+
+test('sslmode=REQUIRED against a server that offers TLS encrypts (the private MySQL does)', async (t) => {
+  const sql = mysqlPool(`${ctx.db.url}?sslmode=REQUIRED`);
+  try {
+    if (onMysql()) {
+      const [{ Value: cipher }] = await sql.query("SHOW SESSION STATUS LIKE 'Ssl_cipher'");
+      assert.ok(cipher, 'a TLS cipher is in use');
+    } else {
+      t.diagnostic('the private MariaDB offers no TLS: the test above is its case');
+      await assert.rejects(sql.query('SELECT 1'), (e) => e.code === 'HANDSHAKE_NO_SSL_SUPPORT');
+    }
+  } finally {
+    await sql.close();
   }
 });

@@ -6,6 +6,7 @@
 //! JavaScript side parses nothing. Messages never hold a password (see `PoolHandle::redact`).
 
 pub(crate) mod codes;
+pub(crate) mod connect;
 
 use napi::bindgen_prelude::*;
 use napi::sys;
@@ -27,6 +28,9 @@ pub enum Error {
     /// Connection, I/O or pool trouble: the connection is unusable afterwards. `code` is the
     /// Node-style code mysql2 users branch on (`ECONNREFUSED`, `PROTOCOL_CONNECTION_LOST`, …).
     Connection { code: &'static str, message: String },
+    /// A connection could not be opened (`connect`): refused, an unknown host, no answer, or a
+    /// configuration the server cannot work with (then `permanent`).
+    Connect(Box<connect::Failure>),
     /// No answer within `queryTimeoutMs`: the connection was closed (a connection failure whose
     /// outcome is unknown for a write outside a transaction and for a `COMMIT`).
     Timeout(String),
@@ -99,7 +103,10 @@ impl Error {
 
     /// True when the connection the error came from must not be used again.
     pub fn is_connection(&self) -> bool {
-        matches!(self, Error::Connection { .. } | Error::Timeout(_))
+        matches!(
+            self,
+            Error::Connection { .. } | Error::Connect(_) | Error::Timeout(_)
+        )
     }
 
     /// True when the node that answered can no longer serve this connection (`codes::NODE_UNFIT`:
@@ -131,6 +138,9 @@ impl Error {
             Error::Invalid(_) | Error::Range(_) => Kind::Argument,
             Error::Server { .. } | Error::Aborted(_) | Error::Js(_) => Kind::Server,
             Error::Connection { .. } | Error::Timeout(_) => Kind::Connection,
+            // A configuration the server cannot work with is the caller's to change.
+            Error::Connect(f) if f.permanent => Kind::Argument,
+            Error::Connect(_) => Kind::Connection,
             Error::Contract(_) => Kind::Contract,
         }
     }
@@ -142,6 +152,7 @@ impl Error {
             Error::Range(_) => "ERR_OUT_OF_RANGE".into(),
             Error::Server { code, .. } => codes::name(*code),
             Error::Connection { code, .. } => (*code).into(),
+            Error::Connect(f) => f.code.into(),
             Error::Timeout(_) => "ETIMEDOUT".into(),
             Error::Aborted(_) => "ERR_UNIT_ABORTED".into(),
             Error::Contract(_) => "ERR_CONTRACT".into(),
@@ -170,6 +181,7 @@ impl Error {
             Error::Connection { message: m, .. } | Error::Timeout(m) => {
                 format!("MySQL connection error: {m}")
             }
+            Error::Connect(f) => f.message.clone(),
         }
     }
 
@@ -189,6 +201,10 @@ impl Error {
                 code,
                 message: f(message),
             },
+            Error::Connect(mut c) => {
+                c.message = f(c.message);
+                Error::Connect(c)
+            }
             Error::Timeout(m) => Error::Timeout(f(m)),
             Error::Aborted(m) => Error::Aborted(f(m)),
             Error::Invalid(m) => Error::Invalid(f(m)),
@@ -250,8 +266,36 @@ impl Error {
             // mysql2 marks errors that end the connection as fatal.
             set(env, obj, "fatal", bool::to_napi_value(env, true)?)?;
         }
+        if let Error::Connect(f) = self {
+            where_failed(env, obj, f)?;
+        }
         Ok(obj)
     }
+}
+
+/// Node's fields of a failed system call: `syscall`, and `address` / `port` (a socket path is the
+/// address) or, for a name lookup, `hostname`. `errno` is Node's number for `code`, which
+/// `lib/failure.js` adds (it differs between platforms).
+unsafe fn where_failed(
+    env: sys::napi_env,
+    obj: sys::napi_value,
+    f: &connect::Failure,
+) -> napi::Result<()> {
+    let text = |s: &str| String::to_napi_value(env, s.to_string());
+    if let Some(call) = f.syscall {
+        set(env, obj, "syscall", text(call)?)?;
+    }
+    match (&f.place, f.syscall) {
+        (connect::Place::Tcp { host, .. }, Some("getaddrinfo")) => {
+            set(env, obj, "hostname", text(host)?)?
+        }
+        (connect::Place::Tcp { host, port }, _) => {
+            set(env, obj, "address", text(host)?)?;
+            set(env, obj, "port", u32::to_napi_value(env, u32::from(*port))?)?;
+        }
+        (connect::Place::Socket(path), _) => set(env, obj, "address", text(path)?)?,
+    }
+    Ok(())
 }
 
 unsafe fn set(
@@ -278,13 +322,19 @@ impl From<mysql_async::Error> for Error {
             }
             mysql_async::Error::Io(IoError::Io(io)) => Error::Connection {
                 code: io_code(io.kind()),
-                message: scrub(&io.to_string()),
+                message: format!("connection lost: {}", scrub(&connect::describe(&io))),
             },
             mysql_async::Error::Driver(DriverError::PacketTooLarge) => Error::Range(
                 "a statement exceeds the server's max_allowed_packet; reduce the size of the values passed"
                     .into(),
             ),
-            other => Error::connection(scrub(&other.to_string())),
+            mysql_async::Error::Driver(DriverError::ConnectionClosed) => {
+                Error::connection("the server closed the connection")
+            }
+            // The driver's own words, without its "Driver error: `…'" wrapping.
+            mysql_async::Error::Driver(d) => Error::connection(scrub(&d.to_string())),
+            mysql_async::Error::Io(IoError::Tls(t)) => Error::connection(scrub(&format!("TLS failed: {t}"))),
+            mysql_async::Error::Other(o) => Error::connection(scrub(&o.to_string())),
         }
     }
 }

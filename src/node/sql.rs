@@ -14,6 +14,7 @@ use crate::pool::charset;
 use crate::pool::config::{self, PoolConfig};
 use crate::pool::hosts::Hosts;
 use crate::pool::literal;
+use crate::pool::session;
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Row};
 use napi::bindgen_prelude::*;
@@ -208,6 +209,7 @@ pub(crate) async fn run_bounded(
     )?;
     let sent = exec::tagged(&tag, &text);
     drop(text);
+    session::after_user_statement(conn, sql, handle.reset_on_release);
     let outcome = handle.bounded(id, &tag, run_text(conn, sent)).await;
     if !charset::may_change(sql) || matches!(&outcome, Err(e) if e.is_connection()) {
         return outcome;
@@ -350,6 +352,7 @@ impl NativeSql {
                 max_packet: AtomicU64::new(0),
                 tags: Default::default(),
                 prepared_fallbacks: AtomicU64::new(0),
+                reset_on_release: settings.reset_on_release,
             }),
             parker: Default::default(),
             closed: Arc::new(AtomicBool::new(false)),

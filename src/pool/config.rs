@@ -9,6 +9,7 @@ use crate::pool::charset;
 use crate::pool::hosts::Failover;
 use mysql_async::{OptsBuilder, PoolConstraints, PoolOpts, SslOpts};
 use napi_derive::napi;
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// Connection options, already normalised by `lib/sql.js` from a URL, a mysql2 pool or an object.
@@ -44,6 +45,24 @@ pub struct PoolConfig {
     pub set_isolation: Option<bool>,
     /// TLS: `true`/`require` = encrypt; see `SslConfig`.
     pub ssl: Option<SslConfig>,
+    /// Idle connections beyond `maxIdle` are closed after this many ms (mysql2's
+    /// `idleTimeout`); default 60 000.
+    pub idle_timeout: Option<i64>,
+    /// Idle connections kept however long they idle (mysql2's `maxIdle`); default 0.
+    pub max_idle: Option<i64>,
+    /// TCP keepalive on each connection (default true).
+    pub enable_keep_alive: Option<bool>,
+    /// Idle time before the first keepalive probe, ms (default 30 000).
+    pub keep_alive_initial_delay: Option<i64>,
+    /// Compress the protocol (where the server supports it).
+    pub compress: Option<bool>,
+    /// Connection attributes sent with the handshake.
+    pub connect_attributes: Option<HashMap<String, String>>,
+    /// Answer a server's `mysql_clear_password` request (e.g. a token over TLS).
+    pub enable_cleartext_plugin: Option<bool>,
+    /// Reset every connection a user call used before the next borrower gets it, not only those
+    /// whose session a statement may have changed (see `pool::session`).
+    pub reset_on_release: Option<bool>,
 }
 
 /// One host of a host list.
@@ -66,6 +85,11 @@ pub struct SslConfig {
     pub reject_unauthorized: Option<bool>,
     /// Verify that the certificate names the host (default true).
     pub verify_identity: Option<bool>,
+    /// The client's certificate chain and its private key (PEM), for servers that require one.
+    pub cert: Option<String>,
+    pub key: Option<String>,
+    /// The name the server's certificate must carry, when it is not the host connected to.
+    pub servername: Option<String>,
 }
 
 /// What the pool needs besides the driver options.
@@ -80,6 +104,8 @@ pub struct Settings {
     /// Whether single-statement units run prepared (`statementCacheSize` > 0).
     pub prepared: bool,
     pub password: Option<String>,
+    /// Reset every connection a user call used (`resetOnRelease`).
+    pub reset_on_release: bool,
 }
 
 const MAX_CONNECTIONS: i64 = 10_000;
@@ -95,6 +121,12 @@ const DEFAULT_QUERY_TIMEOUT_MS: i64 = 60_000;
 /// server's `max_prepared_stmt_count` (16 382 by default) is shared by every connection.
 const DEFAULT_STATEMENT_CACHE: i64 = 16;
 const MAX_STATEMENT_CACHE: i64 = 1024;
+
+/// How long an idle connection stays open (mysql2's default `idleTimeout`).
+const DEFAULT_IDLE_TIMEOUT_MS: i64 = 60_000;
+
+/// Idle time before the first TCP keepalive probe.
+const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(30);
 
 /// The longest timeout accepted, in ms (what Node's timers can hold).
 const MAX_TIMEOUT_MS: i64 = 2_147_483_647;
@@ -213,12 +245,49 @@ pub fn build(cfg: &PoolConfig) -> Result<Settings> {
     let acquire_timeout = Duration::from_millis(acquire_ms as u64);
     let query_timeout = (query_ms > 0).then(|| Duration::from_millis(query_ms as u64));
 
-    let constraints = PoolConstraints::new(0, limit)
+    let idle_ms = in_range(
+        "idleTimeout",
+        cfg.idle_timeout,
+        DEFAULT_IDLE_TIMEOUT_MS,
+        1,
+        MAX_TIMEOUT_MS,
+    )?;
+    // As in mysql2, a maxIdle above connectionLimit means all of them.
+    let max_idle = (in_range("maxIdle", cfg.max_idle, 0, 0, MAX_CONNECTIONS)? as usize).min(limit);
+    let keep_alive_ms = in_range(
+        "keepAliveInitialDelay",
+        cfg.keep_alive_initial_delay,
+        0,
+        0,
+        MAX_TIMEOUT_MS,
+    )?;
+    let constraints = PoolConstraints::new(max_idle, limit)
         .ok_or_else(|| Error::Invalid("mysqlPool: invalid connectionLimit".into()))?;
+    let idle = Duration::from_millis(idle_ms as u64);
     let pool_opts = PoolOpts::default()
         .with_constraints(constraints)
         .with_reset_connection(false)
-        .with_inactive_connection_ttl(Duration::from_secs(60));
+        .with_inactive_connection_ttl(idle)
+        // Looked at twice per idleTimeout (every 1 to 30 s, the driver's bounds), so an idle
+        // connection lives at most about 1.5 × idleTimeout.
+        .with_ttl_check_interval((idle / 2).clamp(Duration::from_secs(1), Duration::from_secs(30)));
+    let keep_alive = cfg.enable_keep_alive.unwrap_or(true).then(|| {
+        if keep_alive_ms == 0 {
+            DEFAULT_KEEPALIVE
+        } else {
+            Duration::from_millis(keep_alive_ms as u64)
+        }
+    });
+    let attributes = cfg.connect_attributes.clone().unwrap_or_default();
+    if let Some(bad) = attributes
+        .keys()
+        .chain(attributes.values())
+        .find(|t| !ident_ok(t))
+    {
+        return Err(Error::Invalid(format!(
+            "mysqlPool: connectAttributes must not contain NUL ({bad:?})"
+        )));
+    }
 
     let mut b = OptsBuilder::default()
         .user(cfg.user.clone().or_else(|| Some("root".into())))
@@ -226,19 +295,19 @@ pub fn build(cfg: &PoolConfig) -> Result<Settings> {
         .db_name(cfg.database.clone().filter(|d| !d.is_empty()))
         .client_found_rows(true)
         .prefer_socket(false)
-        .tcp_keepalive(Some(Duration::from_secs(30)))
+        .tcp_keepalive(keep_alive)
         .pool_opts(pool_opts)
         .stmt_cache_size(cache)
-        // One round trip when a connection opens: the character set every literal is written
-        // for (`charset::PIN`) and the isolation level the ports assume.
-        .setup(if cfg.set_isolation.unwrap_or(true) {
-            vec![format!(
-                "{}; SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
-                charset::PIN
-            )]
-        } else {
-            Vec::new()
-        });
+        .enable_cleartext_plugin(cfg.enable_cleartext_plugin.unwrap_or(false))
+        .compression(
+            cfg.compress
+                .unwrap_or(false)
+                .then(mysql_async::Compression::fast),
+        )
+        .setup(setup(cfg));
+    if !attributes.is_empty() {
+        b = b.connect_attributes(attributes);
+    }
     if let Some(sock) = cfg.socket_path.clone().filter(|s| !s.is_empty()) {
         b = b.socket(Some(sock));
     }
@@ -256,7 +325,26 @@ pub fn build(cfg: &PoolConfig) -> Result<Settings> {
         query_timeout,
         prepared: cache > 0,
         password: cfg.password.clone().filter(|p| !p.is_empty()),
+        reset_on_release: cfg.reset_on_release.unwrap_or(false),
     })
+}
+
+/// What a connection runs once it is open, and again after a reset (`pool::session`), in one
+/// round trip: the character set every literal is written for (`charset::PIN`), the isolation
+/// level the ports assume, and the pool's database (a reset keeps the one a `USE` chose).
+/// Nothing with `setIsolation: false` (see `PoolConfig::set_isolation`).
+fn setup(cfg: &PoolConfig) -> Vec<String> {
+    if !cfg.set_isolation.unwrap_or(true) {
+        return Vec::new();
+    }
+    let mut text = format!(
+        "{}; SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+        charset::PIN
+    );
+    if let Some(db) = cfg.database.as_deref().filter(|d| !d.is_empty()) {
+        text.push_str(&format!("; USE `{}`", db.replace('`', "``")));
+    }
+    vec![text]
 }
 
 fn ssl_opts(ssl: &SslConfig) -> Result<SslOpts> {
@@ -279,6 +367,15 @@ fn ssl_opts(ssl: &SslConfig) -> Result<SslOpts> {
         }
         (None, Some(pem)) => o = o.with_root_certs(vec![pem.clone().into_bytes().into()]),
         (None, None) => {}
+    }
+    if let (Some(cert), Some(key)) = (&ssl.cert, &ssl.key) {
+        o = o.with_client_identity(Some(mysql_async::ClientIdentity::new(
+            cert.clone().into_bytes().into(),
+            key.clone().into_bytes().into(),
+        )));
+    }
+    if let Some(name) = &ssl.servername {
+        o = o.with_danger_tls_hostname_override(Some(name.clone()));
     }
     Ok(o)
 }

@@ -340,9 +340,21 @@ const options: PoolOptions = {
 };
 const byOptions = mysqlPool(options);
 const byUrlOption = mysqlPool({ url: 'mysql://127.0.0.1/app', ssl: true });
+// As a mysql2 user writes it: uri, connectTimeout, and mysql2 options at the values taken here.
+const asMysql2 = mysqlPool({
+  uri: 'mysql://app:secret@127.0.0.1:3306/app',
+  connectTimeout: 5_000,
+  waitForConnections: true,
+  charset: 'utf8mb4',
+  timezone: 'Z',
+  supportBigNumbers: true,
+  idleTimeout: 30_000,
+  enableKeepAlive: true,
+  ssl: { ca: Buffer.from('pem'), cert: 'pem', key: 'pem', servername: 'db.internal' },
+});
 const source: PoolSource = 'mysql://127.0.0.1/app';
 const sql: Sql = mysqlPool(source);
-void [byOptions, byUrlOption];
+void [byOptions, byUrlOption, asMysql2];
 
 // A user-supplied Sql (e.g. a logging wrapper) is accepted anywhere the package wants one.
 const logging: Core.Sql = {
@@ -583,6 +595,10 @@ function wrongUsage(b: MysqlBackend, pool: NativeSql): void {
   void createMysqlBackend(pool, { prefix: 1 });
   // @ts-expect-error mysqlPool needs a pool, a URL or options
   void mysqlPool(42);
+  // @ts-expect-error dateStrings: true cannot be honoured (Dates are read as Date)
+  void mysqlPool({ uri: 'mysql://127.0.0.1/app', dateStrings: true });
+  // @ts-expect-error an unknown option (a typo of connectionLimit)
+  void mysqlPool({ host: '127.0.0.1', conectionLimit: 5 });
   // @ts-expect-error ddl takes a prefix string
   void ddl(1);
   // @ts-expect-error applySchema needs an Sql
