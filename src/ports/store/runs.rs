@@ -3,8 +3,8 @@
 //! `runStats`, `orphanedRuns`).
 
 use super::{
-    first_row, handed_back, retry_set, select_runs, shifted, ACTIVE, NON_SUCCESS_TERMINAL,
-    RECONCILABLE, TAG_FILTER, TERMINAL,
+    first_row, handed_back, is_live, retry_set, select_runs, shifted, tag_params, ACTIVE,
+    NON_SUCCESS_TERMINAL, RECONCILABLE, TAG_FILTER, TERMINAL,
 };
 
 use crate::error::{Error, Result};
@@ -305,6 +305,12 @@ pub async fn mark_terminal<E: Exec>(
 
 /// `listRuns`: newest-inserted first; `{ runs, cursor }` with the cursor (the last row's `seq`)
 /// only when the page is full.
+///
+/// A tag with only live statuses (the cron overlap check: every live status and `cron:<name>`)
+/// reads the `run_status` index: the optimizer cannot tell how few rows the tag matches, and
+/// would otherwise walk `seq` from the newest run, through the whole finished history when no
+/// live run has the tag. The live runs are a bounded set; without a tag, or with a finished
+/// status, the optimizer's estimate is sound and its choice stays.
 pub async fn list_runs<E: Exec>(e: &mut E, t: &Schema, a: &ListArg) -> Result<String> {
     let mut wh = Vec::new();
     let mut params = Vec::new();
@@ -320,9 +326,10 @@ pub async fn list_runs<E: Exec>(e: &mut E, t: &Schema, a: &ListArg) -> Result<St
         wh.push("version = ?".to_string());
         params.push(i(v));
     }
-    if let Some(tag) = a.tag.as_deref().filter(|n| !n.is_empty()) {
+    let tag = a.tag.as_deref().filter(|n| !n.is_empty());
+    if let Some(tag) = tag {
         wh.push(TAG_FILTER.to_string());
-        params.push(s(tag));
+        params.extend(tag_params(tag));
     }
     if let Some(c) = a.cursor {
         wh.push("seq < ?".to_string());
@@ -334,10 +341,19 @@ pub async fn list_runs<E: Exec>(e: &mut E, t: &Schema, a: &ListArg) -> Result<St
     } else {
         format!("WHERE {}", wh.join(" AND "))
     };
+    let live_only = a
+        .statuses
+        .as_ref()
+        .is_some_and(|st| st.iter().all(|x| is_live(x)));
+    let hint = if tag.is_some() && live_only {
+        " FORCE INDEX (run_status)"
+    } else {
+        ""
+    };
     let out = e
         .batch(vec![Stmt::query(
             format!(
-                "SELECT {}, seq FROM {} {clause} ORDER BY seq DESC LIMIT ?",
+                "SELECT {}, seq FROM {}{hint} {clause} ORDER BY seq DESC LIMIT ?",
                 RUN.select(),
                 t.run
             ),
@@ -399,23 +415,39 @@ pub async fn run_stats<E: Exec>(e: &mut E, t: &Schema) -> Result<String> {
 }
 
 /// `orphanedRuns`: the three orphan cases as one UNION, oldest inserted first.
+///
+/// Each case finds run ids from a secondary index without reading a run row for every live
+/// run — `run_status` holds (status, id), `run_parent` (parent, id), and a job or timer is
+/// looked up by its primary key — and only the orphans found are joined back for their `seq`.
+/// A live run's row read costs a primary-key descent (a few µs each, most of the statement's
+/// time when every live run paid one); the finished history is never walked:
+/// - stranded: reconcilable runs (`run_status`) with neither a job nor a timer;
+/// - lost wake-up: `awaiting_child` runs (`run_status`) without a job whose children
+///   (`run_parent`) all ended, or one of them failed — one correlated count per such run, so
+///   the children are read only for these parents (as `EXISTS` under an `OR`, MariaDB
+///   materialises the subqueries over every run instead);
+/// - abandoned: live runs whose parent failed or was canceled, found from `run_parent` (the
+///   runs that have a parent) or from `run_status` (the live runs), whichever range the
+///   optimizer estimates smaller, never by a table scan; each then reads its parent by key.
 pub async fn orphaned_runs<E: Exec>(e: &mut E, t: &Schema, limit: i64) -> Result<Vec<String>> {
     let (run, job, timer) = (&t.run, &t.job, &t.timer);
+    let no_job = format!("NOT EXISTS (SELECT 1 FROM {job} j WHERE j.run_id = s.id)");
     let sql = format!(
-        "SELECT o.id FROM (\
-         SELECT r.id, r.seq FROM {run} r WHERE r.status IN {RECONCILABLE} \
-           AND NOT EXISTS (SELECT 1 FROM {job} j WHERE j.run_id = r.id) \
-           AND NOT EXISTS (SELECT 1 FROM {timer} tm WHERE tm.run_id = r.id) \
+        "SELECT r.id FROM (\
+         SELECT s.id FROM {run} s FORCE INDEX (run_status) WHERE s.status IN {RECONCILABLE} \
+           AND {no_job} AND NOT EXISTS (SELECT 1 FROM {timer} tm WHERE tm.run_id = s.id) \
          UNION \
-         SELECT r.id, r.seq FROM {run} r WHERE r.status = 'awaiting_child' \
-           AND NOT EXISTS (SELECT 1 FROM {job} j WHERE j.run_id = r.id) \
-           AND EXISTS (SELECT 1 FROM {run} c WHERE c.parent_run_id = r.id) \
-           AND (EXISTS (SELECT 1 FROM {run} c WHERE c.parent_run_id = r.id AND c.status IN {NON_SUCCESS_TERMINAL}) \
-             OR NOT EXISTS (SELECT 1 FROM {run} c WHERE c.parent_run_id = r.id AND c.status NOT IN {TERMINAL})) \
+         SELECT s.id FROM {run} s FORCE INDEX (run_status) WHERE s.status = 'awaiting_child' \
+           AND {no_job} \
+           AND (SELECT COUNT(*) > 0 AND (SUM(c.status IN {NON_SUCCESS_TERMINAL}) > 0 \
+                  OR SUM(c.status NOT IN {TERMINAL}) = 0) \
+                FROM {run} c WHERE c.parent_run_id = s.id) \
          UNION \
-         SELECT r.id, r.seq FROM {run} r JOIN {run} p ON p.id = r.parent_run_id \
-           WHERE r.status NOT IN {TERMINAL} AND p.status IN {NON_SUCCESS_TERMINAL}\
-         ) o ORDER BY o.seq LIMIT ?"
+         SELECT STRAIGHT_JOIN c.id FROM {run} c FORCE INDEX (run_parent, run_status) \
+           JOIN {run} p ON p.id = c.parent_run_id \
+           WHERE c.parent_run_id IS NOT NULL AND c.status NOT IN {TERMINAL} \
+             AND p.status IN {NON_SUCCESS_TERMINAL}\
+         ) o STRAIGHT_JOIN {run} r ON r.id = o.id ORDER BY r.seq LIMIT ?"
     );
     let out = e
         .batch(vec![Stmt::query(sql, vec![i(limit)], &["id"])])
