@@ -42,11 +42,16 @@ const TAGS = `CASE WHEN i % 7 = 0 THEN NULL
 
 /**
  * Fills the run, step, job and timer tables of `t` (back-quoted names, as `tables(prefix)` gives
- * them) with `runs` runs as the header says; `conn` is a mysql2/promise connection (one session:
- * the fill uses a temporary table). `onBatch(done)` is told the runs written so far.
+ * them) with `runs` runs as the header says, numbered from `first` (a later fill into the same
+ * tables starts past the earlier ones' numbers); `conn` is a mysql2/promise connection (one
+ * session: the fill uses a temporary table). `onBatch(done)` is told the runs written so far.
+ * Steps, jobs and timers are added for the new runs only.
  */
-export async function fillHistory(conn, t, { runs, now, families = false, onBatch } = {}) {
+export async function fillHistory(conn, t, { runs, now, first = 1, families = false, onBatch } = {}) {
   const T = Number(now);
+  const last = first + runs - 1;
+  const [[{ top_seq: topSeq }]] = await conn.query(`SELECT COALESCE(MAX(seq), 0) AS top_seq FROM ${t.run}`);
+  const mine = `seq > ${Number(topSeq)}`;
   await conn.query('CREATE TEMPORARY TABLE IF NOT EXISTS ifw_fill_n (n INT PRIMARY KEY) ENGINE=InnoDB');
   await conn.query('DELETE FROM ifw_fill_n');
   const numbers = Array.from({ length: BATCH }, (_, n) => `(${n})`).join(',');
@@ -65,25 +70,25 @@ export async function fillHistory(conn, t, { runs, now, families = false, onBatc
          CASE WHEN k >= 80 AND k < 90 THEN '{"code":"E","message":"boom"}' END,
          CASE WHEN k < 90 OR k IN (93, 98) THEN 1 ELSE 0 END, ${TAGS},
          ${parentOf}, CASE WHEN ${child} THEN 'invoke:0' END, CASE WHEN ${child} THEN 1 ELSE 0 END,
-         CASE WHEN k = 97 AND ${families} THEN 1 ELSE 0 END, ${T} - (${runs} - i) * 1000
-       FROM (SELECT n + ${base} + 1 AS i, (n + ${base} + 1) % 100 AS k FROM ifw_fill_n WHERE n < ${top - base}) x
+         CASE WHEN k = 97 AND ${families} THEN 1 ELSE 0 END, ${T} - (${last} - i) * 1000
+       FROM (SELECT n + ${first + base} AS i, (n + ${first + base}) % 100 AS k FROM ifw_fill_n WHERE n < ${top - base}) x
        ORDER BY i`,
     );
     onBatch?.(top);
   }
   await conn.query(
-    `INSERT INTO ${t.step} (run_id, cursor_key, status, result, attempts) SELECT id, 's0', 'ok', '1', 1 FROM ${t.run}`,
+    `INSERT INTO ${t.step} (run_id, cursor_key, status, result, attempts) SELECT id, 's0', 'ok', '1', 1 FROM ${t.run} WHERE ${mine}`,
   );
   await conn.query(
     `INSERT INTO ${t.job} (run_id, run_at, priority, version, lease_token, lease_expires)
      SELECT id, ${T} - 1000, 0, 1,
        CASE WHEN status = 'running' THEN CONCAT('lease:', id) END,
        CASE WHEN status = 'running' THEN ${T} + 3600000 END
-     FROM ${t.run} WHERE status IN ('pending', 'running')`,
+     FROM ${t.run} WHERE ${mine} AND status IN ('pending', 'running')`,
   );
   await conn.query(
     `INSERT INTO ${t.timer} (run_id, fire_at)
-     SELECT id, CASE WHEN seq % 2 = 0 THEN ${T} - 500 ELSE ${T} + 3600000 END FROM ${t.run} WHERE status = 'sleeping'`,
+     SELECT id, CASE WHEN seq % 2 = 0 THEN ${T} - 500 ELSE ${T} + 3600000 END FROM ${t.run} WHERE ${mine} AND status = 'sleeping'`,
   );
   await conn.query('DROP TEMPORARY TABLE ifw_fill_n');
   for (const table of [t.run, t.step, t.job, t.timer]) await conn.query(`ANALYZE TABLE ${table}`);
