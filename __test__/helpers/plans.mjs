@@ -29,10 +29,13 @@ export function recording(sql, log) {
 
 const kinds = new WeakMap();
 
+/** The rows of a query's answer: the native pool's array, or mysql2's `[rows, fields]`. */
+const rowsOf = (answer) => (Array.isArray(answer[0]) ? answer[0] : answer);
+
 /** 'mariadb' or 'mysql', asked of the server once per `sql`. */
 export async function serverKindOf(sql) {
   if (!kinds.has(sql)) {
-    const [row] = await sql.query('SELECT VERSION() AS v');
+    const [row] = rowsOf(await sql.query('SELECT VERSION() AS v'));
     kinds.set(sql, /mariadb/i.test(String(row.v)) ? 'mariadb' : 'mysql');
   }
   return kinds.get(sql);
@@ -44,8 +47,7 @@ export const explainable = (text) => /^\s*(\(?\s*SELECT|UPDATE|DELETE)\b/i.test(
 /** The traditional EXPLAIN rows of `text` with `params`, through `sql` (the native pool or a mysql2 pool). */
 export async function explain(sql, text, params = []) {
   const format = (await serverKindOf(sql)) === 'mysql' ? 'EXPLAIN FORMAT=TRADITIONAL ' : 'EXPLAIN ';
-  const rows = await sql.query(format + text, params);
-  return (Array.isArray(rows[0]) ? rows[0] : rows).map((r) => ({
+  return rowsOf(await sql.query(format + text, params)).map((r) => ({
     id: r.id ?? null,
     table: r.table ?? null,
     type: r.type ?? null,
