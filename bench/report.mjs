@@ -252,7 +252,10 @@ export function printTables(all, scenarios, failures) {
   const push = all.find((r) => r.kind === 'push');
   if (push) printPush(push.push);
   const scale = all.find((r) => r.kind === 'scale')?.scale;
-  if (scale) console.log(`\n## Cost with history (bench/scale/)\n${timeTables(scale)}\n${planLines(scale)}`);
+  if (scale) {
+    const cpu = bench.server ? `\n${timeTables(scale, 'serverCpuMs')}` : '';
+    console.log(`\n## Cost with history (bench/scale/)\n${timeTables(scale)}${cpu}\n${planLines(scale)}`);
+  }
 
   if (failures.length) {
     console.log(`\n${failures.length} scenario/implementation pair(s) FAILED:`);

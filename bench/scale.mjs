@@ -38,11 +38,13 @@ for (const target of targets) {
       url: target.url ?? server.url,
       sizes,
       reps: Number(args.reps),
+      serverPid: server?.pid,
       contracts: args.contracts.split(','),
       log,
     });
     results.push(result);
     console.log(timeTables(result));
+    if (server) console.log(timeTables(result, 'serverCpuMs'));
     if (!args['no-plans']) console.log(planLines(result));
   } finally {
     await server?.stop();

@@ -76,3 +76,12 @@ export const BOUNDED = new Set([
   'index_subquery',
   'index_merge',
 ]);
+
+/**
+ * Whether an EXPLAIN row reads a bounded part of its table: a `BOUNDED` access, or a walk of the
+ * `seq` index from one end with nothing to test on the way (index only, no `Using where`): such
+ * a walk stops at its LIMIT — the window of newest runs `listRuns` looks at first.
+ */
+export const boundedAccess = (row) =>
+  BOUNDED.has(row.type) ||
+  (row.type === 'index' && row.key === 'seq' && /Using index/.test(row.Extra) && !/Using where/.test(row.Extra));

@@ -3,6 +3,7 @@
 // calls.mjs timed on this package and on the JavaScript package of the same contract
 // (2.0.0-alpha.2: the seed; 3.0.0: the reference), interleaved, medians; and once per call and
 // side, untimed, the statements it sent with the server's EXPLAIN of each.
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
 import { resolve as resolvePath } from 'node:path';
@@ -79,32 +80,58 @@ async function plansOf(call, side, f) {
   return out;
 }
 
-/** Times `call` on every side, interleaved (the order reverses each repetition). */
+/** CPU time (user + system) of the server process `pid` in ms (10 ms ticks), NaN without one. */
+function cpuMs(pid) {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * Times `call` on every side, interleaved (the order reverses each repetition): wall time in
+ * the Node process and, on a private server, the server's CPU time over the call.
+ */
 async function timeCall(call, sides, f, reps) {
   const times = new Map(sides.map((s) => [s.name, []]));
+  const cpu = new Map(sides.map((s) => [s.name, []]));
   const limit = new Map(sides.map((s) => [s.name, reps]));
   for (let r = 0; r < reps; r++) {
     for (const side of r % 2 ? [...sides].reverse() : sides) {
       const mine = times.get(side.name);
       if (mine.length >= limit.get(side.name)) continue;
       const before = await call.before?.(f);
+      const c0 = cpuMs(f.serverPid);
       const t0 = performance.now();
       const answer = await call.run(side.backend, f);
       const ms = performance.now() - t0;
+      cpu.get(side.name).push(cpuMs(f.serverPid) - c0);
       await call.restore?.(f, answer, before);
       mine.push(ms);
       if (mine.length === 1 && ms > SLOW_MS) limit.set(side.name, Math.min(reps, 3));
     }
   }
-  return times;
+  return new Map(sides.map((s) => [s.name, { times: times.get(s.name), cpu: cpu.get(s.name) }]));
 }
 
 /**
  * The scale benchmark on the server at `url` (a database is made and dropped): `sizes` (runs),
- * `reps` repetitions per call and side. `log(line)` reports progress. Returns
- * `{ server, sizes: [{ runs, fillMs: { contract: ms }, calls: [{ name, contract, live, sides: { native: { medianMs, reps, plans }, js? } }] }] }`.
+ * `reps` repetitions per call and side; `serverPid`, the server's process when it is a private
+ * one (its CPU time is then read too). `log(line)` reports progress. Returns `{ server, sizes:
+ * [{ runs, fillMs: { contract: ms }, calls: [{ name, contract, live, sides: { native: { medianMs,
+ * serverCpuMs, reps, times, plans }, js? } }] }] }`.
  */
-export async function measureScale({ url, sizes, reps, contracts = ['2.0.0-alpha.2', '3.0.0'], log = () => {} }) {
+export async function measureScale({
+  url,
+  sizes,
+  reps,
+  serverPid,
+  contracts = ['2.0.0-alpha.2', '3.0.0'],
+  log = () => {},
+}) {
   const native = loadNative();
   const js = await loadJs(log);
   const root = await mysql.createConnection({ uri: url });
@@ -136,7 +163,7 @@ export async function measureScale({ url, sizes, reps, contracts = ['2.0.0-alpha
           const [[some]] = await admin.query(
             `SELECT id FROM ${t.run} WHERE status = 'pending' ORDER BY seq DESC LIMIT 1`,
           );
-          const f = { admin, t, prefix, now: NOW, someRun: some.id };
+          const f = { admin, t, prefix, now: NOW, someRun: some.id, serverPid };
           const sides = sidesOf(contract, prefix, { native, js, pools, kind });
           for (const call of CALLS.filter((c) => !c.v3 || contract === '3.0.0')) {
             const entry = { name: call.name, contract, live: Boolean(call.live), sides: {} };
@@ -149,8 +176,13 @@ export async function measureScale({ url, sizes, reps, contracts = ['2.0.0-alpha
                 entry.sides[side.name] = { error: e.message.split('\n')[0] };
               }
             }
-            for (const [name, times] of await timeCall(call, ok, f, reps)) {
-              Object.assign(entry.sides[name], { medianMs: median(times), reps: times.length, times });
+            for (const [name, { times, cpu }] of await timeCall(call, ok, f, reps)) {
+              Object.assign(entry.sides[name], {
+                medianMs: median(times),
+                serverCpuMs: median(cpu),
+                reps: times.length,
+                times,
+              });
             }
             size.calls.push(entry);
             const shown = sides.map(

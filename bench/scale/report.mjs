@@ -6,15 +6,19 @@ const ms = (x) => (Number.isFinite(x) ? (x >= 100 ? x.toFixed(0) : x >= 10 ? x.t
 const kRuns = (n) => (n >= 1e6 ? `${n / 1e6}M` : n >= 1e3 ? `${n / 1e3}k` : String(n));
 const JS = { '2.0.0-alpha.2': 'JavaScript 2.0.0-alpha.2', '3.0.0': 'JavaScript 3.0.0' };
 
-/** One Markdown table per contract of `result` (one server). */
-export function timeTables(result) {
+/**
+ * One Markdown table per contract of `result` (one server): of the wall-time medians, or with
+ * `key` 'serverCpuMs' of the server's CPU time per call (private servers only; 10 ms ticks).
+ */
+export function timeTables(result, key = 'medianMs') {
   const out = [];
   const contracts = [...new Set(result.sizes.flatMap((s) => s.calls.map((c) => c.contract)))];
   for (const contract of contracts) {
     const sizes = result.sizes.filter((s) => s.calls.some((c) => c.contract === contract));
     const first = sizes[0];
     const last = sizes.at(-1);
-    out.push(`\n#### ${result.server}, ${contract} (ms, median of ${result.reps}; native / ${JS[contract]})\n`);
+    const what = key === 'medianMs' ? 'wall ms' : 'server CPU ms';
+    out.push(`\n#### ${result.server}, ${contract} (${what}, median of ${result.reps}; native / ${JS[contract]})\n`);
     out.push(
       `| call | ${sizes.map((s) => `${kRuns(s.runs)} runs`).join(' | ')} | growth ${kRuns(first.runs)} → ${kRuns(last.runs)}, native / JS |`,
     );
@@ -23,12 +27,12 @@ export function timeTables(result) {
       const at = (size) => size.calls.find((c) => c.contract === contract && c.name === call.name)?.sides ?? {};
       const cell = (size) => {
         const s = at(size);
-        const js = s.js ? (s.js.error ? 'error' : ms(s.js.medianMs)) : '—';
-        return `${ms(s.native?.medianMs)} / ${js}`;
+        const js = s.js ? (s.js.error ? 'error' : ms(s.js[key])) : '—';
+        return `${ms(s.native?.[key])} / ${js}`;
       };
       const growth = (side) => {
-        const a = at(first)[side]?.medianMs;
-        const b = at(last)[side]?.medianMs;
+        const a = at(first)[side]?.[key];
+        const b = at(last)[side]?.[key];
         return Number.isFinite(a) && Number.isFinite(b) && a > 0 ? `${(b / a).toFixed(1)}×` : '—';
       };
       const name = call.live ? `**${call.name}**` : call.name;

@@ -16,6 +16,7 @@ async function measure(sc) {
       url: bench.serverUrl,
       sizes: sizes(),
       reps: Number(process.env.BENCH_SCALE_REPS ?? 9),
+      serverPid: bench.server?.pid,
       log: (line) => console.error(line),
     });
   } catch (e) {

@@ -14,6 +14,7 @@ use mysql_async::Value;
 
 mod bulk;
 mod crons;
+mod listing;
 mod runs;
 mod signals;
 mod snapshot;
@@ -22,6 +23,7 @@ mod tags;
 
 pub use bulk::*;
 pub use crons::*;
+pub use listing::*;
 pub use runs::*;
 pub use signals::*;
 pub use snapshot::*;
