@@ -162,7 +162,9 @@ pub async fn run_stats<E: Exec>(e: &mut E, t: &Schema) -> Result<String> {
 /// - lost wake-up: `awaiting_child` runs (`run_status`) without a job whose children
 ///   (`run_parent`) all ended, or one of them failed — one correlated count per such run, so
 ///   the children are read only for these parents (as `EXISTS` under an `OR`, MariaDB
-///   materialises the subqueries over every run instead);
+///   materialises the subqueries over every run instead). The index is named: where no run
+///   has a parent yet, its statistics say every run shares one parent, and MySQL then plans a
+///   table scan per such run;
 /// - abandoned: live runs whose parent failed or was canceled, found from `run_parent` (the
 ///   runs that have a parent) or from `run_status` (the live runs), whichever range the
 ///   optimizer estimates smaller, never by a table scan; each then reads its parent by key.
@@ -178,7 +180,7 @@ pub async fn orphaned_runs<E: Exec>(e: &mut E, t: &Schema, limit: i64) -> Result
            AND {no_job} \
            AND (SELECT COUNT(*) > 0 AND (SUM(c.status IN {NON_SUCCESS_TERMINAL}) > 0 \
                   OR SUM(c.status NOT IN {TERMINAL}) = 0) \
-                FROM {run} c WHERE c.parent_run_id = s.id) \
+                FROM {run} c FORCE INDEX (run_parent) WHERE c.parent_run_id = s.id) \
          UNION \
          SELECT STRAIGHT_JOIN c.id FROM {run} c FORCE INDEX (run_parent, run_status) \
            JOIN {run} p ON p.id = c.parent_run_id \
