@@ -50,7 +50,9 @@ export async function openServer() {
   if (!bench.serverUrl) {
     const { startPrivateServer } = await import('../__test__/helpers/server.mjs');
     // performance_schema with the statement-digest consumer, for the per-statement server time.
+    // BENCH_SERVER=mysql: a private MySQL instead (the scale scenario reads both kinds).
     bench.server = await startPrivateServer({
+      kind: process.env.BENCH_SERVER || 'mariadb',
       extraArgs: ['--performance-schema=ON', '--performance-schema-consumer-statements-digest=ON'],
     });
     bench.serverUrl = bench.server.url;

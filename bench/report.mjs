@@ -10,6 +10,7 @@ import { digestInfo } from './digests.mjs';
 import { IMPL_NAMES } from './impls.mjs';
 import { COUNT_FRACTION, DIGESTS_TOP, FLOW_REPS, FLOW_RUNS, IDLE_MS, REPS, SCALE, SOCKET, argv } from './options.mjs';
 import { commitsLabel } from './sampling.mjs';
+import { planLines, timeTables } from './scale/report.mjs';
 import { median } from './stats.mjs';
 import { writeFigures } from './figures.mjs';
 
@@ -148,8 +149,8 @@ function printPairs(results) {
 
 /** The tables on stdout; failures, listed last, set the exit code to 1. */
 export function printTables(all, scenarios, failures) {
-  // The push scenario has latencies, not rates: its own tables (printPush), after the others.
-  const results = all.filter((r) => r.kind !== 'push');
+  // The push and scale scenarios have latencies, not rates: their own tables, after the others.
+  const results = all.filter((r) => r.kind !== 'push' && r.kind !== 'scale');
   if (results.length) printRates(results);
   if (results.length && hasNativeB()) printPairs(results);
   const flows = results.filter((r) => r.kind === 'flow');
@@ -250,6 +251,11 @@ export function printTables(all, scenarios, failures) {
 
   const push = all.find((r) => r.kind === 'push');
   if (push) printPush(push.push);
+  const scale = all.find((r) => r.kind === 'scale')?.scale;
+  if (scale) {
+    const cpu = bench.server ? `\n${timeTables(scale, 'serverCpuMs')}` : '';
+    console.log(`\n## Cost with history (bench/scale/)\n${timeTables(scale)}${cpu}\n${planLines(scale)}`);
+  }
 
   if (failures.length) {
     console.log(`\n${failures.length} scenario/implementation pair(s) FAILED:`);
@@ -390,7 +396,7 @@ export function writeOutputs(results) {
       only: argv.only,
       flows: flows.map((r) => entry(r)),
       // The other scenarios' medians (their digests as totals only; --json has everything).
-      scenarios: results.filter((r) => r.kind !== 'flow' && r.kind !== 'push').map((r) => entry(r, false)),
+      scenarios: results.filter((r) => !['flow', 'push', 'scale'].includes(r.kind)).map((r) => entry(r, false)),
       // The push scenario's latencies and idle cost (raw samples left to --json).
       push: pushSummary(results),
     };

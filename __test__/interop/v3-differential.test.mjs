@@ -21,7 +21,8 @@
 // (gaps of ignored inserts, docs/contract.md §13.9): a listRuns cursor is compared as "the seq of
 // the page's last row on that side", and the tables without seq but with the order of ids by seq.
 // Documented differences (README, "Differences"): `listRuns({ status: [] })` must reject on both
-// sides, the error class is not compared.
+// sides, the error class is not compared; a tag filter that would meet a run whose tags hold an
+// escaped lone surrogate is generated without its tag (see `untagIfLone`).
 //
 // The generated values include what JavaScript strings hold and UTF-8 does not: lone UTF-16
 // surrogates and odd escapes in every JSON field (inputs, outputs, FlowErrors, tags, results,
@@ -66,6 +67,7 @@ import { wrapSql } from '../conformance/fixture.mjs';
 import { freshDatabase } from '../helpers/db.mjs';
 import { loadReference, referenceSql, runSetWhereSql, skipWithoutReference } from '../helpers/reference.mjs';
 import { rngOf } from '../helpers/rng.mjs';
+import { onMysql } from '../helpers/server.mjs';
 import { RUN_STATUSES, TERMINAL_STATUSES } from '../helpers/seed.mjs';
 
 const require = createRequire(import.meta.url);
@@ -666,6 +668,23 @@ test(
         if (chance(0.1)) return undefined;
         return fx;
       };
+      // A tag filter meeting a run whose stored tags hold an escaped lone surrogate answers
+      // differently by design (docs/differences.md): the reference's JSON_CONTAINS answers NULL
+      // for that run on MariaDB (no match, whatever its other tags) and fails the statement on
+      // MySQL; this package matches the run by its other tags. Such a filter loses its tag: on
+      // MySQL when any run holds such tags, on MariaDB when one of them also holds the tag.
+      const LONE_ESCAPE = /\\u[dD][89a-fA-F][0-9a-fA-F]{2}/;
+      const untagIfLone = async (f) => {
+        if (typeof f.tag !== 'string' || f.tag === '') return f;
+        const rows = await rq('SELECT tags FROM `{p}run` WHERE tags IS NOT NULL');
+        const meets = rows.some((r) => {
+          if (!LONE_ESCAPE.test(r.tags)) return false;
+          const tags = JSON.parse(r.tags);
+          return onMysql() || (Array.isArray(tags) && tags.includes(f.tag.toWellFormed()));
+        });
+        if (meets) delete f.tag;
+        return f;
+      };
       // '' is a value here (name = ''), null counts as absent (docs/contract.md §9).
       const runFilter = () => {
         const f = {};
@@ -772,12 +791,13 @@ test(
             after: ([a]) => a.ok && fx?.spawn?.forEach((s) => addRun(s.runId)),
           };
         },
-        listRuns: () => {
+        listRuns: async () => {
           const f = {};
           if (chance(0.4)) f.status = chance(0.03) ? [] : chance(0.4) ? pick(RUN_STATUSES) : subset(RUN_STATUSES, 4);
           if (chance(0.3)) f.name = chance(0.1) ? pick(['', null]) : pick(NAMES);
           if (chance(0.2)) f.version = chance(0.1) ? null : pick(VERSIONS);
           if (chance(0.2)) f.tag = chance(0.1) ? pick(['', null]) : pick(TAGS);
+          await untagIfLone(f);
           const limit = int(0, 6);
           const follow = chance(0.4);
           return {
@@ -812,7 +832,7 @@ test(
         runStats: () => ({ args: same(), call: (b) => b.store.runStats() }),
         orphanedRuns: () => ({ args: same(int(0, 8)), call: (b, n) => b.store.orphanedRuns(n) }),
         deleteRuns: async () => {
-          const f = chance(0.05) ? {} : runFilter();
+          const f = await untagIfLone(chance(0.05) ? {} : runFilter());
           if (f.before === undefined && Object.keys(f).length && chance(0.5)) f.before = at(clock - int(0, 2000));
           let limit = int(0, 4);
           if (f.before === undefined) {
@@ -826,7 +846,7 @@ test(
           call: (b, d, l) => b.store.deleteRunsOlderThan(d, l),
         }),
         cancelRuns: async () => {
-          const f = chance(0.05) ? {} : runFilter();
+          const f = await untagIfLone(chance(0.05) ? {} : runFilter());
           let limit = int(0, 4);
           const n = await matching(f, ACTIVE);
           if (limit < n && limit > 0) limit = wholeLimit(n);
@@ -839,7 +859,7 @@ test(
           return { args: same(failed.length ? pick(failed) : recentRun()), call: (b, id) => b.store.retryRun(id) };
         },
         retryRuns: async () => {
-          const f = chance(0.05) ? {} : runFilter();
+          const f = await untagIfLone(chance(0.05) ? {} : runFilter());
           if (chance(0.5)) f.status = chance(0.5) ? 'failed' : ['failed', pick(RUN_STATUSES)];
           let limit = int(0, 4);
           const n = await matching(f, ['failed']);

@@ -1,5 +1,6 @@
 // The scenarios, in the order of the report: micro-ops, engine-shaped drains, the engine's bulk
-// submission and timer drain, engine-driven flows, push latency across processes.
+// submission and timer drain, engine-driven flows, push latency across processes, and (only when
+// named: --only scale) the cost of the calls about live work as the finished history grows.
 //
 // A scenario is `{ name, kind, unit, conc, size, setup, run, verify?, teardown?, digests?,
 // chartLabel? }`. setup(impl, size) runs untimed and returns a context; run(impl, ctx) is timed and
@@ -10,6 +11,7 @@ import { engineScenarios } from './engine.mjs';
 import { flowScenarios } from './flows.mjs';
 import { microScenarios } from './micro.mjs';
 import { pushScenarios } from './push.mjs';
+import { scaleScenarios } from './scale.mjs';
 
 export const allScenarios = () => [
   ...microScenarios(),
@@ -17,4 +19,5 @@ export const allScenarios = () => [
   ...engineScenarios(),
   ...flowScenarios(),
   ...pushScenarios(),
+  ...scaleScenarios(),
 ];

@@ -322,7 +322,8 @@ pub async fn ack<E: Exec>(
 }
 
 /// `depth`: claimable / leased counts and the oldest claimable age, aggregated in SQL; with
-/// `names` (3.0) over the jobs of those flows.
+/// `names` (3.0) over the jobs of those flows. Only jobs due or leased count, so only theirs
+/// are read (with `names`, each costs a look-up of its run's name).
 pub async fn depth<E: Exec>(
     e: &mut E,
     t: &Schema,
@@ -336,10 +337,11 @@ pub async fn depth<E: Exec>(
             format!(
                 "SELECT COALESCE(SUM(CASE WHEN {claimable} THEN 1 ELSE 0 END), 0) AS claimable, \
                      COALESCE(SUM(CASE WHEN lease_expires > ? THEN 1 ELSE 0 END), 0) AS leased, \
-                     MIN(CASE WHEN {claimable} THEN run_at END) AS oldest FROM {} j WHERE 1 = 1{flows}",
+                     MIN(CASE WHEN {claimable} THEN run_at END) AS oldest FROM {} j \
+                     WHERE (run_at <= ? OR lease_expires > ?){flows}",
                 t.job
             ),
-            [vec![i(now), i(now), i(now), i(now), i(now)], flow_params].concat(),
+            [vec![i(now); 7], flow_params].concat(),
             &["claimable", "leased", "oldest"],
         )])
         .await?;

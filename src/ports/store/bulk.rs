@@ -1,6 +1,6 @@
 //! Retention and the 3.0 bulk operations by filter: several tables in one unit.
 
-use super::{first_row, retry_set, TAG_FILTER, TERMINAL};
+use super::{first_row, retry_set, tag_params, TAG_FILTER, TERMINAL};
 
 use crate::error::Result;
 use crate::exec::{Exec, Stmt};
@@ -60,7 +60,7 @@ pub(super) fn run_set_where(f: &RunSetArg) -> (String, Vec<Value>) {
     }
     if let Some(tag) = &f.tag {
         wh.push(TAG_FILTER.into());
-        params.push(s(tag));
+        params.extend(tag_params(tag));
     }
     (wh.join(" AND "), params)
 }

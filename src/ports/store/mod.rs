@@ -14,23 +14,26 @@ use mysql_async::Value;
 
 mod bulk;
 mod crons;
+mod listing;
 mod runs;
 mod signals;
 mod snapshot;
 mod steps;
+mod tags;
 
 pub use bulk::*;
 pub use crons::*;
+pub use listing::*;
 pub use runs::*;
 pub use signals::*;
 pub use snapshot::*;
 pub use steps::*;
 
+use tags::{tag_params, TAG_FILTER};
+
 // Status writes by id say `FORCE INDEX (PRIMARY)`: without it the optimizer also weighs the
 // `run_status` index for the status condition (range analysis with index dives), measured at
 // about 15 µs of server CPU per statement for nothing — the primary key always wins.
-/// The tag predicate (`tags` holds a JSON array of strings).
-pub(super) const TAG_FILTER: &str = "JSON_CONTAINS(tags, JSON_QUOTE(?))";
 
 /// Terminal statuses as a SQL tuple.
 pub const TERMINAL: &str = "('done','failed','canceled')";
@@ -38,6 +41,14 @@ pub(super) const NON_SUCCESS_TERMINAL: &str = "('failed','canceled')";
 pub(super) const RECONCILABLE: &str = "('pending','running','sleeping','retrying')";
 pub(super) const ACTIVE: &str =
     "('pending','running','sleeping','awaiting_signal','awaiting_child','retrying')";
+
+/// Whether `status` is one of the live statuses (the ones `ACTIVE` lists).
+pub(super) fn is_live(status: &str) -> bool {
+    ACTIVE
+        .trim_matches(|c| c == '(' || c == ')')
+        .split(',')
+        .any(|x| x.trim_matches('\'') == status)
+}
 
 pub(super) fn select_runs(t: &Schema, condition: &str, params: Vec<Value>) -> Stmt {
     Stmt::query(
@@ -88,5 +99,27 @@ pub(super) fn retry_set(t: &Schema) -> &'static str {
         "status = 'pending', error = NULL, attempts = 0"
     } else {
         "status = 'pending', error = NULL"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_live;
+
+    #[test]
+    fn live_statuses_are_the_six_active_ones() {
+        for st in [
+            "pending",
+            "running",
+            "sleeping",
+            "awaiting_signal",
+            "awaiting_child",
+            "retrying",
+        ] {
+            assert!(is_live(st), "{st}");
+        }
+        for st in ["done", "failed", "canceled", "", "runn"] {
+            assert!(!is_live(st), "{st}");
+        }
     }
 }

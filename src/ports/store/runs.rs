@@ -1,18 +1,14 @@
-//! Runs: starting them (one or many, keyed or not), their rows, status changes (running,
-//! suspended, terminal, retried) and the listings of runs (`listRuns`, `childrenOf`,
-//! `runStats`, `orphanedRuns`).
+//! Runs: starting them (one or many, keyed or not), their rows and status changes (running,
+//! suspended, terminal, retried); the listings of runs are in `listing.rs`.
 
-use super::{
-    first_row, handed_back, retry_set, select_runs, shifted, ACTIVE, NON_SUCCESS_TERMINAL,
-    RECONCILABLE, TAG_FILTER, TERMINAL,
-};
+use super::{first_row, handed_back, retry_set, select_runs, shifted, ACTIVE, TERMINAL};
 
 use crate::error::{Error, Result};
 use crate::exec::{Exec, Outcome, Stmt};
-use crate::model::codec::{self, i, int, opt_s, req_int, s, string, JsonOut, StartResult, RUN};
+use crate::model::codec::{self, i, opt_s, req_int, s, string, JsonOut, StartResult, RUN};
 use crate::model::schema::Schema;
 use crate::pool::literal::holes;
-use crate::ports::args::{ListArg, OutboxArg, SpecArg};
+use crate::ports::args::{OutboxArg, SpecArg};
 use crate::ports::statements::{self, guarded_write, write_then_enqueue, Won};
 use mysql_async::Value;
 
@@ -301,126 +297,6 @@ pub async fn mark_terminal<E: Exec>(
         vec![s(status), opt_s(output), opt_s(error), s(run_id)],
     );
     status_write(e, t, update, fx).await
-}
-
-/// `listRuns`: newest-inserted first; `{ runs, cursor }` with the cursor (the last row's `seq`)
-/// only when the page is full.
-pub async fn list_runs<E: Exec>(e: &mut E, t: &Schema, a: &ListArg) -> Result<String> {
-    let mut wh = Vec::new();
-    let mut params = Vec::new();
-    if let Some(st) = &a.statuses {
-        wh.push(format!("status IN {}", holes(st.len())));
-        params.extend(st.iter().map(|x| s(x)));
-    }
-    if let Some(n) = a.name.as_deref().filter(|n| !n.is_empty()) {
-        wh.push("name = ?".to_string());
-        params.push(s(n));
-    }
-    if let Some(v) = a.version.filter(|_| t.contract.is_v3()) {
-        wh.push("version = ?".to_string());
-        params.push(i(v));
-    }
-    if let Some(tag) = a.tag.as_deref().filter(|n| !n.is_empty()) {
-        wh.push(TAG_FILTER.to_string());
-        params.push(s(tag));
-    }
-    if let Some(c) = a.cursor {
-        wh.push("seq < ?".to_string());
-        params.push(i(c));
-    }
-    params.push(i(a.limit));
-    let clause = if wh.is_empty() {
-        String::new()
-    } else {
-        format!("WHERE {}", wh.join(" AND "))
-    };
-    let out = e
-        .batch(vec![Stmt::query(
-            format!(
-                "SELECT {}, seq FROM {} {clause} ORDER BY seq DESC LIMIT ?",
-                RUN.select(),
-                t.run
-            ),
-            params,
-            [RUN.names(), &["seq"]].concat(),
-        )])
-        .await?;
-    let rows = &out[0].rows;
-    let mut j = JsonOut::new();
-    j.open_obj();
-    j.key("runs");
-    j.raw(&RUN.write_all(rows, t.contract)?);
-    let full = i64::try_from(rows.len()).is_ok_and(|n| n == a.limit);
-    if let Some(seq) = rows
-        .last()
-        .filter(|_| full)
-        .and_then(|r| r.get(RUN.cols.len()))
-    {
-        j.key("cursor");
-        j.str(&string(seq).unwrap_or_default());
-    }
-    j.close_obj();
-    Ok(j.finish())
-}
-
-/// `childrenOf`: direct children.
-pub async fn children_of<E: Exec>(e: &mut E, t: &Schema, run_id: &str) -> Result<String> {
-    let out = e
-        .batch(vec![select_runs(t, "parent_run_id = ?", vec![s(run_id)])])
-        .await?;
-    RUN.write_all(&out[0].rows, t.contract)
-}
-
-/// `runStats`: counts per status present (JS overlays them on all-zero stats).
-pub async fn run_stats<E: Exec>(e: &mut E, t: &Schema) -> Result<String> {
-    let out = e
-        .batch(vec![Stmt::query(
-            format!(
-                "SELECT status, COUNT(*) AS n FROM {} GROUP BY status",
-                t.run
-            ),
-            vec![],
-            &["status", "n"],
-        )])
-        .await?;
-    let mut j = JsonOut::new();
-    j.open_obj();
-    for r in &out[0].rows {
-        if t.contract.is_v3() {
-            codec::check_status(&r[0])?;
-        }
-        if let (Some(st), Some(n)) = (string(&r[0]), int(&r[1])) {
-            j.key(&st);
-            j.num(n);
-        }
-    }
-    j.close_obj();
-    Ok(j.finish())
-}
-
-/// `orphanedRuns`: the three orphan cases as one UNION, oldest inserted first.
-pub async fn orphaned_runs<E: Exec>(e: &mut E, t: &Schema, limit: i64) -> Result<Vec<String>> {
-    let (run, job, timer) = (&t.run, &t.job, &t.timer);
-    let sql = format!(
-        "SELECT o.id FROM (\
-         SELECT r.id, r.seq FROM {run} r WHERE r.status IN {RECONCILABLE} \
-           AND NOT EXISTS (SELECT 1 FROM {job} j WHERE j.run_id = r.id) \
-           AND NOT EXISTS (SELECT 1 FROM {timer} tm WHERE tm.run_id = r.id) \
-         UNION \
-         SELECT r.id, r.seq FROM {run} r WHERE r.status = 'awaiting_child' \
-           AND NOT EXISTS (SELECT 1 FROM {job} j WHERE j.run_id = r.id) \
-           AND EXISTS (SELECT 1 FROM {run} c WHERE c.parent_run_id = r.id) \
-           AND (EXISTS (SELECT 1 FROM {run} c WHERE c.parent_run_id = r.id AND c.status IN {NON_SUCCESS_TERMINAL}) \
-             OR NOT EXISTS (SELECT 1 FROM {run} c WHERE c.parent_run_id = r.id AND c.status NOT IN {TERMINAL})) \
-         UNION \
-         SELECT r.id, r.seq FROM {run} r JOIN {run} p ON p.id = r.parent_run_id \
-           WHERE r.status NOT IN {TERMINAL} AND p.status IN {NON_SUCCESS_TERMINAL}\
-         ) o ORDER BY o.seq LIMIT ?"
-    );
-    let out = e
-        .batch(vec![Stmt::query(sql, vec![i(limit)], &["id"])])
-        .await?;
-    Ok(out[0].rows.iter().filter_map(|r| string(&r[0])).collect())
 }
 
 /// `retryRun`: failed ⇒ pending and enqueue, atomically.
