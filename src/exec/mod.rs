@@ -11,6 +11,7 @@ pub(crate) mod wrapped;
 use crate::error::{Error, Result};
 use crate::observe::trace;
 use crate::pool::charset;
+use crate::pool::group;
 use crate::pool::hosts::{self, Hosts, Node};
 use crate::pool::literal;
 use mysql_async::prelude::*;
@@ -188,6 +189,36 @@ pub fn tagged(tag: &str, text: &str) -> String {
 /// How long closing a discarded connection may take (its socket may be black-holed).
 const DISCARD_BOUND: Duration = Duration::from_millis(200);
 
+/// How long a checkout waits before trying the hosts again when none could take writes (see
+/// `PoolHandle::acquire_from_hosts`): each round opens and probes a connection per host.
+const UNFIT_PAUSE: Duration = Duration::from_millis(250);
+
+/// The most one try of a checkout gives a host that is set aside: connecting and probing takes
+/// milliseconds on a host that answers.
+const RETRY_SHARE: Duration = Duration::from_secs(1);
+
+/// Why a checkout from one host gave no connection.
+enum Refusal {
+    /// The host answered, but its probe found it cannot take writes (`hosts::unfit`).
+    Unfit(Error),
+    /// Anything else: refused, broken, a failed probe.
+    Failed(Error),
+}
+
+impl Refusal {
+    fn into_error(self) -> Error {
+        match self {
+            Refusal::Unfit(e) | Refusal::Failed(e) => e,
+        }
+    }
+}
+
+impl From<mysql_async::Error> for Refusal {
+    fn from(e: mysql_async::Error) -> Self {
+        Refusal::Failed(e.into())
+    }
+}
+
 impl PoolHandle {
     /// Checks out a connection, bounded by the acquire timeout. With several hosts they are
     /// tried in `Hosts::order`, each for an even share of the time left; a host that fails is
@@ -217,24 +248,59 @@ impl PoolHandle {
             })
     }
 
-    /// `acquire` without its trace.
+    /// `acquire` without its trace. When every host was tried and one at least answered but
+    /// could not take writes — a cluster between two writers: a Group Replication group electing
+    /// its new primary, a switchover, a Galera node resyncing — the hosts are tried again every
+    /// `UNFIT_PAUSE` until `acquireTimeoutMs` runs out: the call then waits for the new writer
+    /// instead of failing without having been sent.
     async fn acquire_from_hosts(&self) -> Result<Conn> {
         let deadline = tokio::time::Instant::now() + self.acquire_timeout;
+        loop {
+            let (last, unfit) = match self.try_hosts(deadline).await {
+                Ok(conn) => return Ok(conn),
+                Err(failure) => failure,
+            };
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if !unfit || left <= UNFIT_PAUSE {
+                return Err(last.unwrap_or_else(|| self.acquire_timed_out()));
+            }
+            tokio::time::sleep(UNFIT_PAUSE).await;
+        }
+    }
+
+    /// Tries each host once, in `Hosts::order`, each for an even share of the time left; a host
+    /// that fails is set aside. On failure: the last error, and whether some host answered but
+    /// could not take writes.
+    async fn try_hosts(
+        &self,
+        deadline: tokio::time::Instant,
+    ) -> std::result::Result<Conn, (Option<Error>, bool)> {
         let order = self.hosts.order();
         let mut last = None;
+        let mut unfit = false;
         for (i, node) in order.iter().enumerate() {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let share = left / (order.len() - i) as u32;
+            let mut share = left / (order.len() - i) as u32;
+            // A host set aside is tried again only briefly: one that stopped answering (frozen,
+            // black-holed) would otherwise hold every checkout for its share, or for all the time
+            // left when it comes last, while another host may be able to take writes by now.
+            if node.is_aside() {
+                share = share.min(RETRY_SHARE);
+            }
             let (pool, generation) = node.current();
             let failure = match tokio::time::timeout(share, self.checkout(node, &pool)).await {
                 Ok(Ok(conn)) => return Ok(conn),
-                Ok(Err(e)) => self.redact(e),
+                Ok(Err(Refusal::Unfit(e))) => {
+                    unfit = true;
+                    self.redact(e)
+                }
+                Ok(Err(Refusal::Failed(e))) => self.redact(e),
                 // Every connection in use: a busy host, not a dead one — wait for it.
                 Err(_) if self.hosts.multi() && self.hosts.saturated(node) => {
                     return match tokio::time::timeout_at(deadline, self.checkout(node, &pool)).await
                     {
-                        Ok(r) => r.map_err(|e| self.redact(e)),
-                        Err(_) => Err(self.acquire_timed_out()),
+                        Ok(r) => r.map_err(|e| (Some(self.redact(e.into_error())), false)),
+                        Err(_) => Err((Some(self.acquire_timed_out()), false)),
                     };
                 }
                 Err(_) if self.hosts.multi() => Error::Connection {
@@ -253,7 +319,7 @@ impl PoolHandle {
             }
             last = Some(failure);
         }
-        Err(last.unwrap_or_else(|| self.acquire_timed_out()))
+        Err((last, unfit))
     }
 
     fn acquire_timed_out(&self) -> Error {
@@ -271,14 +337,18 @@ impl PoolHandle {
     pub async fn checkout_from(&self, node: &Node) -> Result<Conn> {
         let (pool, _) = node.current();
         match tokio::time::timeout(self.acquire_timeout, self.checkout(node, &pool)).await {
-            Ok(r) => r.map_err(|e| self.redact(e)),
+            Ok(r) => r.map_err(|e| self.redact(e.into_error())),
             Err(_) => Err(self.acquire_timed_out()),
         }
     }
 
     /// One connection from `node`'s pool; in a multi-host pool, probed (`hosts::unfit`) on its
     /// first checkout and after the host was set aside, and closed if the node is unfit.
-    async fn checkout(&self, node: &Node, pool: &mysql_async::Pool) -> Result<Conn> {
+    async fn checkout(
+        &self,
+        node: &Node,
+        pool: &mysql_async::Pool,
+    ) -> std::result::Result<Conn, Refusal> {
         let mut conn = pool.get_conn().await?;
         if self.max_packet.load(Ordering::Relaxed) == 0 {
             let max: Option<u64> = conn.query_first("SELECT @@max_allowed_packet").await?;
@@ -299,14 +369,14 @@ impl PoolHandle {
             }
             Ok(Some(why)) => {
                 discard(conn).await;
-                Err(Error::connection(format!(
+                Err(Refusal::Unfit(Error::connection(format!(
                     "{}:{} cannot take writes: {why}",
                     node.host, node.port
-                )))
+                ))))
             }
             Err(e) => {
                 discard(conn).await;
-                Err(e)
+                Err(Refusal::Failed(e))
             }
         }
     }
@@ -734,8 +804,8 @@ impl Mode {
     }
 }
 
-/// Runs `body` on one pooled connection in `mode`, re-running it after deadlocks and aborts
-/// (bounded). Autocommit bodies are safe to re-run: a statement that fails with a deadlock was not
+/// Runs `body` on one pooled connection in `mode`, re-running it after deadlocks, certification
+/// failures and aborts (bounded). Autocommit bodies are safe to re-run: a statement that fails with a deadlock was not
 /// applied, and the statements before it in the body are idempotent reads or writes. In a
 /// transaction `BEGIN` rides on the body's first batch, and `COMMIT` follows as its own round
 /// trip once every statement was seen to succeed, so a body of one batch costs two round trips.
@@ -770,9 +840,26 @@ where
                 Err(e)
             }
         };
-        handle.release(conn, &result).await;
+        // A certification failure is a rollback on every member only if the member that
+        // answered is still in its group; one that has just left it answers its waiting commits
+        // the same way, and the group may have committed them: then the unit must not run again.
+        let left_group = match &result {
+            Err(e) if e.is_certification_failure() => !group::still_member(&mut conn).await,
+            _ => false,
+        };
+        if left_group {
+            if let Some(node) = handle.hosts.node_of(&conn).filter(|_| handle.hosts.multi()) {
+                node.set_aside(
+                    "a Group Replication member that left its group during a commit".into(),
+                    None,
+                );
+            }
+            discard(conn).await;
+        } else {
+            handle.release(conn, &result).await;
+        }
         match result {
-            Err(e) if e.is_transient() && attempt < MAX_TX_ATTEMPTS => {
+            Err(e) if e.is_transient() && !left_group && attempt < MAX_TX_ATTEMPTS => {
                 backoff(handle, attempt).await
             }
             // A node that refuses every write (read-only, not synced) applied nothing of the

@@ -1,8 +1,10 @@
 //! Connections and what is sent on them: pool options (`config`), the rendering of values into
 //! literals that mean the same in every session state (`literal`), and the one character set
-//! every connection keeps (`charset`), and the hosts of a pool with several (`hosts`). Calls only `error`.
+//! every connection keeps (`charset`), and the hosts of a pool with several (`hosts`), with what
+//! a Group Replication member says of itself (`group`). Calls only `error`.
 
 pub(crate) mod charset;
 pub(crate) mod config;
+pub(crate) mod group;
 pub(crate) mod hosts;
 pub(crate) mod literal;
