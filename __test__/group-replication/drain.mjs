@@ -14,8 +14,10 @@
 // know, a lost connection or a commit its member could not finish with the group), no run leased
 // twice while a lease was live, 3 steps per run, every outbox complete, the queue empty, the same
 // CHECKSUM TABLE on every member; every error that reached a worker is one of `acceptable`; no
-// member ever committed a write outside the group (its executed GTIDs are all the group's); claims
-// succeeded after every fault. Reported: the fault → first successful claim times, the errors,
+// member ever committed a write outside the group (its executed GTIDs are all the group's); at
+// most `maxRefused` writes reached a member that could not take them (refused as read-only, counted
+// by each member's performance_schema for the app account: only a primary demoted under
+// statements in flight may see some); claims succeeded after every fault. Reported: the fault → first successful claim times, the errors,
 // the re-runs inside the package, and how many writes members refused as read-only.
 import assert from 'node:assert/strict';
 import { fork } from 'node:child_process';
@@ -29,8 +31,14 @@ const { mysqlPool, applySchema, createMysqlBackend } = m;
 const WORKER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'worker.mjs');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** Errors a member answers a write it refuses, counted per member for the app account. */
-export const REFUSALS = [1290, 1836, 3032, 3100, 3101, 4094];
+/**
+ * Errors counted per member for the app account: a write refused by a member that cannot take
+ * writes (read-only, offline, handing its primary role over), and a commit the group did not take
+ * (a certification conflict, or a member that could not finish it with its group).
+ */
+export const REFUSALS = [1290, 1836, 3032, 4094];
+export const COMMIT_FAILURES = [3100, 3101];
+const COUNTED = [...REFUSALS, ...COMMIT_FAILURES];
 
 /** The members as one sequential host list for the app account (every worker on the primary). */
 export function hostList(group, db, params = '') {
@@ -82,12 +90,12 @@ function startChild(workers, env, sink) {
   };
 }
 
-/** Per member (by name): refusals raised for the app account since the snapshot `before`. */
-function refusalDelta(before, after) {
+/** Per member (by name): errors `errnos` raised for the app account since the snapshot `before`. */
+function raisedSince(before, after, errnos) {
   const out = {};
   for (const a of after) {
     const b = before.find((x) => x.member === a.member && x.pid === a.pid);
-    for (const e of REFUSALS) {
+    for (const e of errnos) {
       const n = a.counts[e] - (b ? b.counts[e] : 0);
       if (n > 0) out[`${a.member} ${e}`] = n;
     }
@@ -95,19 +103,30 @@ function refusalDelta(before, after) {
   return out;
 }
 
-async function refusals(group) {
-  const rows = await group.errorsRaised(APP_USER, REFUSALS);
+async function errorCounts(group) {
+  const rows = await group.errorsRaised(APP_USER, COUNTED);
   return rows.map((r) => ({ ...r, pid: group.members.find((mb) => mb.name === r.member).pid }));
 }
 
 /**
  * Runs the drain (see the module comment) and asserts its outcome. `acceptable(e)` says which
- * errors may reach a worker. Returns `{ summary, failovers, refused, errors, retries }`.
+ * errors may reach a worker. Returns `{ summary, failovers, refused, uncommitted, errors, retries }`.
  */
 export async function drainUnderFault(
   t,
   group,
-  { label, main, paceMs, leaseMs = 20_000, limit = 2, processes, fault, acceptable, deadlineMs = 150_000 },
+  {
+    label,
+    main,
+    paceMs,
+    leaseMs = 20_000,
+    limit = 2,
+    processes,
+    fault,
+    acceptable,
+    maxRefused = 0,
+    deadlineMs = 150_000,
+  },
 ) {
   const db = await group.createDatabase(label);
   const q = reader(group, db);
@@ -144,7 +163,7 @@ export async function drainUnderFault(
       if (String(msg.where).startsWith('markTerminal') && unknownOutcome(msg)) terminalUnknown.add(msg.runId);
     }
   };
-  const before = await refusals(group);
+  const before = await errorCounts(group);
   const env = { GR_LEASE_MS: String(leaseMs), GR_LIMIT: String(limit), GR_PACE_MS: String(paceMs) };
   const children = processes(db).map((workers) => startChild(workers, env, sink));
   let progress = { done: 0, jobs: -1 };
@@ -191,7 +210,9 @@ export async function drainUnderFault(
   await group.waitOnline();
   const sums = await group.checksum(db.name, TABLES);
   const out = await judge(q, seeded, doneBy, leasesOf);
-  const refused = refusalDelta(before, await refusals(group));
+  const after = await errorCounts(group);
+  const refused = raisedSince(before, after, REFUSALS);
+  const uncommitted = raisedSince(before, after, COMMIT_FAILURES);
   const foreign = (await group.foreignGtids()).filter((f) => f.foreign !== '');
   const retries = summaries.reduce((n, s) => n + s.retries, 0);
   const differing = TABLES.filter((tb) => new Set(sums.map((s) => s.sums[tb])).size !== 1);
@@ -218,12 +239,13 @@ export async function drainUnderFault(
     .join(', ');
   const summary =
     `${label}: ${seeded.expectedRuns} runs, ${summaries.length} workers in ${children.length} processes, lease ${leaseMs / 1000} s; ` +
-    `fault to first claim: ${failText}; ` +
+    (faults.length ? `fault to first claim: ${failText}; ` : '') +
     `leased twice ${out.doubleLeases.length}, done twice ${out.doneTwice.length}, not done ${out.notDone.length}, ` +
     `wrong steps ${out.badSteps.length}, outbox rows missing ${out.missingOutbox.length}; ` +
     `errors that reached a worker ${errors.length} ${JSON.stringify(byKind)}, ${retries} re-runs inside the package; ` +
     `terminal writes of unknown outcome ${terminalUnknown.size} (applied ${out.neverDone.length}); ` +
     `writes refused by a member that could not take them ${JSON.stringify(refused)}; ` +
+    `commits the group did not take ${JSON.stringify(uncommitted)}; ` +
     `writes committed outside the group ${foreign.length ? JSON.stringify(foreign) : 0}; ` +
     `checksums ${differing.length ? `DIFFER in ${differing.join(', ')}` : 'identical on every member'}; drain ${drainMs} ms`;
   t.diagnostic(summary);
@@ -238,6 +260,11 @@ export async function drainUnderFault(
 
   if (fault) assert.ok(faults.length > 0, 'the fault happened');
   assert.deepEqual(foreign, [], 'no member committed a write outside the group');
+  const refusedTotal = Object.values(refused).reduce((a, b) => a + b, 0);
+  assert.ok(
+    refusedTotal <= maxRefused,
+    `writes sent to a member that could not take them: ${refusedTotal} (bound: ${maxRefused}, the connections in use when a primary was demoted)`,
+  );
   assert.equal(out.rows.length, seeded.expectedRuns, `every run exists, no other (${summary})`);
   assert.deepEqual(out.doubleLeases.slice(0, 20), [], `no run leased twice (${summary})`);
   assert.deepEqual(out.doneTwice.slice(0, 20), [], `no run done twice (${summary})`);
@@ -264,13 +291,26 @@ export async function drainUnderFault(
     'claims succeeded after every fault that left runs to claim',
   );
   assert.deepEqual(differing, [], 'identical CHECKSUM TABLE on every member');
-  return { summary, failovers, refused, errors, retries };
+  return { summary, failovers, refused, uncommitted, errors, retries };
 }
 
+/** How many times the package runs a unit again after a transient error before that error
+ * reaches the caller (MAX_TX_ATTEMPTS in src/exec/mod.rs, less the first attempt). */
+export const RERUNS = 7;
+
 /**
- * Whether an error leaves the outcome of the write unknown: a lost connection, or a commit the
- * member could not finish with its group (3100, or 3101 from a member that has left it).
+ * A conflict that outlasted every attempt the package makes: a certification failure (3101), or
+ * a local deadlock with a transaction the group had certified (1213, or 1180 "Lock deadlock" when
+ * it came while committing).
+ */
+export const conflictAfterReruns = (e) =>
+  (e.errno === 3101 || e.errno === 1213 || (e.errno === 1180 && /Lock deadlock/.test(e.message))) && e.reran >= RERUNS;
+
+/**
+ * Whether an error leaves the outcome of the write unknown: a lost connection, a commit the
+ * member could not finish with its group (3100, or 3101 from a member that has left it), a
+ * statement ended by a server shutting down (1053).
  */
 export function unknownOutcome(e) {
-  return e.kind === 'connection' || e.errno === 3100 || e.errno === 3101;
+  return e.kind === 'connection' || e.errno === 3100 || e.errno === 3101 || e.errno === 1053;
 }

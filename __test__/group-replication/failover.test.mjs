@@ -113,6 +113,8 @@ test('two planned switchovers mid-drain', { skip, timeout: 300_000 }, async (t) 
     paceMs: 20,
     processes: onHostList(),
     acceptable: unknownOutcome,
+    // Each demoted primary refuses what its pools' connections send next: 6 pools × 2.
+    maxRefused: 2 * 12,
     async fault(ctx) {
       await ctx.waitDone(0.2);
       for (let i = 0; i < 2; i++) {
@@ -176,6 +178,8 @@ test(
       // shorter than the group's failover keeps the workers from waiting out the freeze.
       processes: onHostList('&queryTimeoutMs=4000'),
       acceptable: unknownOutcome,
+      // Thawed, the old primary refuses what the connections it had kept waiting send next.
+      maxRefused: 12,
       async fault(ctx) {
         await ctx.waitDone(0.2);
         const p = await gr.group.primary();

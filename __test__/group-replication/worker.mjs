@@ -9,7 +9,8 @@
 //
 // To the parent (IPC): { type: 'claim', worker, sentAt, at, port, leases: [{ runId, expiresAt }] }
 // per claim that returned leases; { type: 'done', worker, runId, token } once a markTerminal
-// resolved; { type: 'error', worker, where, runId, kind, errno, code, message } per rejected call;
+// resolved; { type: 'error', worker, where, runId, kind, errno, code, reran, message } per rejected
+// call (`reran`: how many times the package ran its unit again before giving up);
 // { type: 'exit', workers: [{ name, driven, retries }] } at the end. From the parent: 'stop'.
 import m from '../../index.js';
 import { drive } from '../galera/outbox-runs.mjs';
@@ -38,17 +39,36 @@ function hostInUse(sql) {
   return hosts.find((h) => h.state === 'healthy')?.port;
 }
 
-const failure = (worker, where, e, runId) => ({
+/** A rejected call, with how many times the package re-ran its unit before giving up. */
+const failure = (wk, where, e, runId) => ({
   type: 'error',
-  worker,
+  worker: wk.name,
   where,
   runId,
   at: Date.now(),
   kind: e.kind,
   errno: e.errno,
   code: e.code,
+  reran: wk.sql.stats().deadlockRetries - wk.retriesAtCall,
   message: String(e.message).split('\n')[0],
 });
+
+/**
+ * `ports` with each method noting the pool's re-run count when it is called: a worker's calls
+ * run one at a time, so a failed call's re-runs are the count's growth since.
+ */
+function noted(wk, ports) {
+  return new Proxy(ports, {
+    get(target, prop) {
+      const v = target[prop];
+      if (typeof v !== 'function') return v;
+      return (...args) => {
+        wk.retriesAtCall = wk.sql.stats().deadlockRetries;
+        return v.apply(target, args);
+      };
+    },
+  });
+}
 
 async function loop(wk) {
   while (!stop) {
@@ -57,7 +77,7 @@ async function loop(wk) {
     try {
       leases = await wk.backend.queue.claim({ limit, leaseMs });
     } catch (e) {
-      send(failure(wk.name, 'claim', e));
+      send(failure(wk, 'claim', e));
       await sleep(50);
       continue;
     }
@@ -81,7 +101,7 @@ async function loop(wk) {
         if (r === 'done') wk.driven++;
       } catch (e) {
         // The lease is abandoned: it expires and the run is claimed again (as in core).
-        send(failure(wk.name, e.where, e, lease.runId));
+        send(failure(wk, e.where, e, lease.runId));
         await sleep(50);
       }
       if (paceMs) await sleep(paceMs);
@@ -91,7 +111,10 @@ async function loop(wk) {
 
 const workers = specs.map(({ name, url }) => {
   const sql = m.mysqlPool(url);
-  return { name, sql, backend: m.createMysqlBackend(sql), driven: 0 };
+  const wk = { name, sql, driven: 0, retriesAtCall: 0 };
+  const backend = m.createMysqlBackend(sql);
+  wk.backend = { store: noted(wk, backend.store), queue: noted(wk, backend.queue) };
+  return wk;
 });
 send({ type: 'ready' });
 await Promise.all(workers.map(loop));
