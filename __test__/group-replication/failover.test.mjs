@@ -8,7 +8,9 @@
 //       to it 5 s later — no write may reach it in between;
 //   (b) the primary SIGKILLed, restarted (Group Replication starts with it); a call made right
 //       after the kill waits for the new primary instead of failing;
-//   (c) two planned switchovers (group_replication_set_as_primary);
+//   (c) two planned switchovers (group_replication_set_as_primary), the second with a timeout of
+//       0: the old primary blocks new statements while it hands over (4094) and disconnects the
+//       clients still in a transaction;
 //   (d) a secondary SIGKILLed, restarted;
 //   (e) a rolling restart, each member in turn shut down cleanly and started again;
 //   (f) the primary cut off (SIGSTOP) until the group has expelled it, then SIGCONT: it finds
@@ -106,27 +108,34 @@ test(
   },
 );
 
-test('two planned switchovers mid-drain', { skip, timeout: 300_000 }, async (t) => {
-  await drainUnderFault(t, gr.group, {
-    label: 'gr_switch',
-    main: 300,
-    paceMs: 20,
-    processes: onHostList(),
-    acceptable: unknownOutcome,
-    // Each demoted primary refuses what its pools' connections send next: 6 pools × 2.
-    maxRefused: 2 * 12,
-    async fault(ctx) {
-      await ctx.waitDone(0.2);
-      for (let i = 0; i < 2; i++) {
-        const p = await gr.group.primary();
-        const next = await aSecondary();
-        ctx.mark(`switchover ${p.name} -> ${next.name}`, p.port);
-        await gr.group.setPrimary(next);
-        await sleep(3000);
-      }
-    },
-  });
-});
+test(
+  'two planned switchovers mid-drain, the second without waiting for transactions',
+  { skip, timeout: 300_000 },
+  async (t) => {
+    await drainUnderFault(t, gr.group, {
+      label: 'gr_switch',
+      main: 300,
+      paceMs: 20,
+      processes: onHostList(),
+      acceptable: unknownOutcome,
+      // Each demoted primary refuses what its pools' connections send next: 6 pools × 2.
+      maxRefused: 2 * 12,
+      async fault(ctx) {
+        await ctx.waitDone(0.2);
+        for (const timeoutS of [undefined, 0]) {
+          const p = await gr.group.primary();
+          const next = await aSecondary();
+          ctx.mark(
+            `switchover ${p.name} -> ${next.name}${timeoutS === undefined ? '' : ` (timeout ${timeoutS})`}`,
+            p.port,
+          );
+          await gr.group.setPrimary(next, { timeoutS });
+          await sleep(3000);
+        }
+      },
+    });
+  },
+);
 
 test('a secondary SIGKILLed mid-drain and restarted', { skip, timeout: 300_000 }, async (t) => {
   await drainUnderFault(t, gr.group, {

@@ -12,7 +12,7 @@
 //   await group.members[k].facts()            // { state, role, primary, queue, … } from P_S
 //   await group.waitOnline()                  // every running member ONLINE in one view
 //   await group.primary()                     // the member that is PRIMARY (single-primary mode)
-//   await group.setPrimary(member)            // group_replication_set_as_primary(its uuid)
+//   await group.setPrimary(member, { timeoutS })   // group_replication_set_as_primary(its uuid[, timeout])
 //   const db = await group.createDatabase('x')   // { name, urls: [per member, database selected] }
 //   await group.waitForSync()                 // every member applied the same GTID set
 //   await group.checksum(db.name, ['run'])    // [{ member: 'm1', sums: { run: '123' } }, …]
@@ -575,10 +575,15 @@ function groupHandle(g, startupMs, phases) {
       }
     },
 
-    /** A planned switchover: `member` becomes the primary (returns once the group says so). */
-    async setPrimary(member) {
+    /**
+     * A planned switchover: `member` becomes the primary (returns once the group says so).
+     * `timeoutS`: how long the old primary lets running transactions finish; it blocks new ones
+     * meanwhile (4094) and then disconnects the clients still in one (the function's 2nd argument).
+     */
+    async setPrimary(member, { timeoutS } = {}) {
       const via = g.members.find((m) => running(m) && !m.frozen);
-      await memberQuery(via, 'SELECT group_replication_set_as_primary(?)', [member.uuid]);
+      if (timeoutS === undefined) await memberQuery(via, 'SELECT group_replication_set_as_primary(?)', [member.uuid]);
+      else await memberQuery(via, 'SELECT group_replication_set_as_primary(?, ?)', [member.uuid, timeoutS]);
     },
 
     /** Every member's facts (an error where one cannot answer). */
