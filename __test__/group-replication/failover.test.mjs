@@ -11,6 +11,9 @@
 //   (c) two planned switchovers (group_replication_set_as_primary), the second with a timeout of
 //       0: the old primary blocks new statements while it hands over (4094) and disconnects the
 //       clients still in a transaction;
+//   (c') commits held in flight — both secondaries SIGSTOPped, so the primary's commits wait for
+//       a majority — then the primary SIGKILLed and the secondaries SIGCONTed: whether each of
+//       those commits happened is decided by the survivors, the workers only see a lost connection;
 //   (d) a secondary SIGKILLed, restarted;
 //   (e) a rolling restart, each member in turn shut down cleanly and started again;
 //   (f) the primary cut off (SIGSTOP) until the group has expelled it, then SIGCONT: it finds
@@ -105,6 +108,34 @@ test(
       `a call made right after the kill: ${waited.ok ? 'answered' : `failed (${waited.e.message})`} after ${waited.ms} ms`,
     );
     assert.ok(waited.ok, `a call made while the group elects its new primary waits for it: ${waited.e?.message}`);
+  },
+);
+
+test(
+  'commits held in flight (both secondaries frozen), then the primary SIGKILLed: none lost or done twice',
+  { skip, timeout: 300_000 },
+  async (t) => {
+    await drainUnderFault(t, gr.group, {
+      label: 'gr_inflight',
+      main: 300,
+      paceMs: 20,
+      processes: onHostList(),
+      acceptable: unknownOutcome,
+      async fault(ctx) {
+        await ctx.waitDone(0.2);
+        const p = await gr.group.primary();
+        const secondaries = gr.group.members.filter((mb) => mb !== p);
+        // Without a majority the primary's commits wait for the group: every worker's next
+        // COMMIT is in flight, sent to the group or about to be, when the primary dies.
+        for (const s of secondaries) s.freeze();
+        await sleep(1500);
+        ctx.mark(`SIGKILL ${p.name} (primary) with commits in flight`, p.port);
+        await p.kill();
+        for (const s of secondaries) s.thaw();
+        await sleep(1000);
+        await p.start();
+      },
+    });
   },
 );
 
