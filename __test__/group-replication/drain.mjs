@@ -90,6 +90,44 @@ function startChild(workers, env, sink) {
   };
 }
 
+/** The members that can answer a query now (not stopped, not frozen). */
+const answering = (group) => group.members.filter((mb) => mb.running && !mb.frozen);
+
+/**
+ * How often each of `errnos` was raised to `user`'s statements on each answering member since it
+ * started (performance_schema.events_errors_summary_by_user_by_error): `[{ member, counts }]`. A
+ * write a member refused as read-only (1290) is a write sent to a member that could not take it.
+ */
+export function errorsRaised(group, user, errnos) {
+  return Promise.all(
+    answering(group).map(async (mb) => {
+      const rows = await mb.query(
+        'SELECT ERROR_NUMBER AS errno, SUM(SUM_ERROR_RAISED) AS n FROM performance_schema.events_errors_summary_by_user_by_error WHERE USER = ? AND ERROR_NUMBER IN (?) GROUP BY ERROR_NUMBER',
+        [user, errnos],
+      );
+      const counts = Object.fromEntries(errnos.map((e) => [e, 0]));
+      for (const r of rows) counts[r.errno] = Number(r.n);
+      return { member: mb.name, counts };
+    }),
+  );
+}
+
+/**
+ * Per answering member, the part of its executed GTID set that was not committed through the
+ * group (a write it took while outside it), when there is one: `[{ member, foreign }]`.
+ */
+export async function foreignGtids(group) {
+  const all = await Promise.all(
+    answering(group).map(async (mb) => {
+      const [{ outside }] = await mb.query(
+        "SELECT GTID_SUBTRACT(@@GLOBAL.gtid_executed, CONCAT(@@GLOBAL.group_replication_group_name, ':1-9223372036854775806')) AS outside",
+      );
+      return { member: mb.name, foreign: outside.replace(/\s+/g, '') };
+    }),
+  );
+  return all.filter((f) => f.foreign !== '');
+}
+
 /** Per member (by name): errors `errnos` raised for the app account since the snapshot `before`. */
 function raisedSince(before, after, errnos) {
   const out = {};
@@ -104,7 +142,7 @@ function raisedSince(before, after, errnos) {
 }
 
 async function errorCounts(group) {
-  const rows = await group.errorsRaised(APP_USER, COUNTED);
+  const rows = await errorsRaised(group, APP_USER, COUNTED);
   return rows.map((r) => ({ ...r, pid: group.members.find((mb) => mb.name === r.member).pid }));
 }
 
@@ -213,7 +251,7 @@ export async function drainUnderFault(
   const after = await errorCounts(group);
   const refused = raisedSince(before, after, REFUSALS);
   const uncommitted = raisedSince(before, after, COMMIT_FAILURES);
-  const foreign = (await group.foreignGtids()).filter((f) => f.foreign !== '');
+  const foreign = await foreignGtids(group);
   const retries = summaries.reduce((n, s) => n + s.retries, 0);
   const differing = TABLES.filter((tb) => new Set(sums.map((s) => s.sums[tb])).size !== 1);
   const byKind = {};

@@ -18,7 +18,9 @@
 //   (e) a rolling restart, each member in turn shut down cleanly and started again;
 //   (f) the primary cut off (SIGSTOP) until the group has expelled it, then SIGCONT: it finds
 //       itself expelled and rejoins (auto-rejoin).
-// Each asserts (drain.mjs): runs lost 0, done twice 0, outboxes partial 0, leased twice 0, the
+//   (g) an account that may not read performance_schema (its probe sees only read_only): its
+//       pool still writes only to the primary, through a switchover.
+// Each of (a)–(f) asserts (drain.mjs): runs lost 0, done twice 0, outboxes partial 0, leased twice 0, the
 // same CHECKSUM TABLE on every member, no write committed outside the group, every error that
 // reached a worker one whose write may or may not have happened (a lost connection, a commit the
 // member could not finish with its group); and it prints the time from the fault to the first
@@ -28,7 +30,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import m from '../../index.js';
 import { useGroup } from '../helpers/group-replication.mjs';
-import { drainUnderFault, hostList, unknownOutcome } from './drain.mjs';
+import { drainUnderFault, foreignGtids, hostList, unknownOutcome } from './drain.mjs';
 
 const { mysqlPool } = m;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -233,5 +235,50 @@ test(
         await gr.group.waitOnline();
       },
     });
+  },
+);
+
+test(
+  'an account that may not read performance_schema: its pool still writes only to the primary, through a switchover',
+  { skip, timeout: 120_000 },
+  async () => {
+    const { group } = gr;
+    const db = await group.createDatabase('gr_noperf');
+    const p = await group.primary();
+    // Privileges on its own database only: the group tables answer it 1142.
+    await p.query(
+      `CREATE USER IF NOT EXISTS 'narrow'@'127.0.0.1'; GRANT ALL ON \`${db.name}\`.* TO 'narrow'@'127.0.0.1'`,
+    );
+    await group.waitForSync();
+    const hosts = group.members.map((mb) => `127.0.0.1:${mb.port}`).join(',');
+    const sql = mysqlPool(`mysql://narrow@${hosts}/${db.name}?connectionLimit=2&acquireTimeoutMs=20000`);
+    try {
+      await sql.exec('CREATE TABLE w (k INT PRIMARY KEY, port INT NOT NULL)');
+      await sql.exec('INSERT INTO w VALUES (1, @@port)');
+      const next = await aSecondary();
+      await group.setPrimary(next);
+      // A plain statement is not run again: one on a connection to the demoted primary fails
+      // with 1290 and takes that connection out of the pool (at most connectionLimit of them).
+      const refused = [];
+      for (;;) {
+        const r = await sql.exec('INSERT INTO w VALUES (2, @@port)').catch((e) => e);
+        if (!(r instanceof Error)) break;
+        assert.equal(r.errno, 1290, r.message);
+        refused.push(r);
+        assert.ok(refused.length <= 2, 'at most connectionLimit plain writes refused');
+      }
+      const rows = await sql.query('SELECT k, port FROM w ORDER BY k');
+      assert.deepEqual(
+        rows.map((r) => [Number(r.k), Number(r.port)]),
+        [
+          [1, p.port],
+          [2, next.port],
+        ],
+        'each write on the primary of its moment',
+      );
+      assert.deepEqual(await foreignGtids(group), [], 'nothing written outside the group');
+    } finally {
+      await sql.close();
+    }
   },
 );

@@ -17,8 +17,6 @@
 //   await group.waitForSync()                 // every member applied the same GTID set
 //   await group.checksum(db.name, ['run'])    // [{ member: 'm1', sums: { run: '123' } }, …]
 //   await group.rowCounts(db.name, ['run'])   // [{ member: 'm1', counts: { run: 12 } }, …]
-//   await group.errorsRaised(user, errnos)    // per member: how often each error was raised for user
-//   await group.foreignGtids()                // per member: GTIDs not of the group (writes outside it)
 //   group.startupMs, group.phases             // start-up time, and where it went
 //   await group.stop()                        // SIGKILL the servers, delete the directory
 //
@@ -106,6 +104,9 @@ setInterval(() => {
 function running(m) {
   return m.proc && m.proc.exitCode === null && m.proc.signalCode === null;
 }
+
+/** Running and not frozen: a member that can answer a query. */
+const answering = (m) => running(m) && !m.frozen;
 
 function dropConn(m) {
   const conn = m.conn;
@@ -349,10 +350,8 @@ async function waitOnline(g, expected = g.members.filter(running), timeoutMs = O
       nudged = Date.now();
       for (const [k, f] of last.entries()) {
         if (f.state === 'OFFLINE' || f.state === 'ERROR') {
-          const m = expected[k];
-          await memberQuery(m, f.state === 'ERROR' ? 'STOP GROUP_REPLICATION' : 'DO 0')
-            .then(() => startGr(m))
-            .catch(() => {});
+          const again = `${f.state === 'ERROR' ? 'STOP GROUP_REPLICATION; ' : ''}START GROUP_REPLICATION`;
+          await memberQuery(expected[k], again).catch(() => {});
         }
       }
     }
@@ -547,12 +546,7 @@ function groupHandle(g, startupMs, phases) {
     logs: g.logs,
 
     /** Resolves once every running, unfrozen member is ONLINE in one view: their facts. */
-    waitOnline: ({ timeoutMs } = {}) =>
-      waitOnline(
-        g,
-        g.members.filter((m) => running(m) && !m.frozen),
-        timeoutMs,
-      ),
+    waitOnline: ({ timeoutMs } = {}) => waitOnline(g, g.members.filter(answering), timeoutMs),
 
     /**
      * The member that is PRIMARY now (bounded wait): a running member that says it is an ONLINE
@@ -563,7 +557,7 @@ function groupHandle(g, startupMs, phases) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         for (const [k, m] of g.members.entries()) {
-          if (!running(m) || m.frozen) continue;
+          if (!answering(m)) continue;
           const f = await memberFacts(m).catch(() => null);
           if (f?.state !== 'ONLINE' || f.role !== 'PRIMARY') continue;
           if (2 * f.view.filter((v) => v.state === 'ONLINE').length <= f.view.length) continue;
@@ -581,7 +575,7 @@ function groupHandle(g, startupMs, phases) {
      * meanwhile (4094) and then disconnects the clients still in one (the function's 2nd argument).
      */
     async setPrimary(member, { timeoutS } = {}) {
-      const via = g.members.find((m) => running(m) && !m.frozen);
+      const via = g.members.find(answering);
       if (timeoutS === undefined) await memberQuery(via, 'SELECT group_replication_set_as_primary(?)', [member.uuid]);
       else await memberQuery(via, 'SELECT group_replication_set_as_primary(?, ?)', [member.uuid, timeoutS]);
     },
@@ -603,7 +597,7 @@ function groupHandle(g, startupMs, phases) {
     async waitForSync({ timeoutMs = SYNC_TIMEOUT_MS } = {}) {
       const deadline = Date.now() + timeoutMs;
       let last = [];
-      const up = g.members.filter((m) => running(m) && !m.frozen);
+      const up = g.members.filter(answering);
       while (Date.now() < deadline) {
         last = await Promise.all(
           up.map((m) =>
@@ -624,15 +618,13 @@ function groupHandle(g, startupMs, phases) {
       await handle.waitForSync();
       const list = tables.map((tb) => `\`${database}\`.\`${tb}\``).join(', ');
       return Promise.all(
-        g.members
-          .filter((m) => running(m) && !m.frozen)
-          .map(async (m) => {
-            const rows = await memberQuery(m, `CHECKSUM TABLE ${list}`);
-            const sums = {};
-            for (const r of rows)
-              sums[r.Table.slice(database.length + 1)] = r.Checksum === null ? null : String(r.Checksum);
-            return { member: m.name, sums };
-          }),
+        g.members.filter(answering).map(async (m) => {
+          const rows = await memberQuery(m, `CHECKSUM TABLE ${list}`);
+          const sums = {};
+          for (const r of rows)
+            sums[r.Table.slice(database.length + 1)] = r.Checksum === null ? null : String(r.Checksum);
+          return { member: m.name, sums };
+        }),
       );
     },
 
@@ -640,57 +632,14 @@ function groupHandle(g, startupMs, phases) {
     async rowCounts(database, tables) {
       await handle.waitForSync();
       return Promise.all(
-        g.members
-          .filter((m) => running(m) && !m.frozen)
-          .map(async (m) => {
-            const counts = {};
-            for (const tb of tables) {
-              const [{ n }] = await memberQuery(m, `SELECT COUNT(*) AS n FROM \`${database}\`.\`${tb}\``);
-              counts[tb] = Number(n);
-            }
-            return { member: m.name, counts };
-          }),
-      );
-    },
-
-    /**
-     * How often each of `errnos` was raised to `user`'s statements on each running member since
-     * it started (performance_schema.events_errors_summary_by_user_by_error): `[{ member,
-     * counts: { errno: n } }]`. A write a member refused as read-only (1290) is a write sent to a
-     * member that could not take it.
-     */
-    async errorsRaised(user, errnos) {
-      return Promise.all(
-        g.members
-          .filter((m) => running(m) && !m.frozen)
-          .map(async (m) => {
-            const rows = await memberQuery(
-              m,
-              'SELECT ERROR_NUMBER AS errno, SUM(SUM_ERROR_RAISED) AS n FROM performance_schema.events_errors_summary_by_user_by_error WHERE USER = ? AND ERROR_NUMBER IN (?) GROUP BY ERROR_NUMBER',
-              [user, errnos],
-            );
-            const counts = Object.fromEntries(errnos.map((e) => [e, 0]));
-            for (const r of rows) counts[r.errno] = Number(r.n);
-            return { member: m.name, counts };
-          }),
-      );
-    },
-
-    /**
-     * Per running member, the part of its executed GTID set that was not committed through the
-     * group (a write a member took while outside it): `[{ member, foreign: '' | 'uuid:1-3' }]`.
-     */
-    async foreignGtids() {
-      return Promise.all(
-        g.members
-          .filter((m) => running(m) && !m.frozen)
-          .map(async (m) => {
-            const [{ outside }] = await memberQuery(
-              m,
-              "SELECT GTID_SUBTRACT(@@GLOBAL.gtid_executed, CONCAT(@@GLOBAL.group_replication_group_name, ':1-9223372036854775806')) AS outside",
-            );
-            return { member: m.name, foreign: outside.replace(/\s+/g, '') };
-          }),
+        g.members.filter(answering).map(async (m) => {
+          const counts = {};
+          for (const tb of tables) {
+            const [{ n }] = await memberQuery(m, `SELECT COUNT(*) AS n FROM \`${database}\`.\`${tb}\``);
+            counts[tb] = Number(n);
+          }
+          return { member: m.name, counts };
+        }),
       );
     },
 
