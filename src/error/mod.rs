@@ -89,16 +89,34 @@ impl Error {
     }
 
     /// True for InnoDB deadlocks and lock-wait timeouts (on Galera also certification failures,
-    /// reported as deadlocks) and for units aborted before COMMIT: a re-run of the whole unit
-    /// cures them, because nothing of it was committed.
+    /// reported as deadlocks), Group Replication certification failures (3101) and deadlocks at
+    /// commit (1180 "Lock deadlock"), and for units aborted before COMMIT: a re-run of the whole
+    /// unit cures them, because nothing of it was committed.
     pub fn is_transient(&self) -> bool {
-        matches!(
-            self,
-            Error::Server {
-                code: 1213 | 1205,
-                ..
-            } | Error::Aborted(_)
-        )
+        self.is_certification_failure()
+            || matches!(
+                self,
+                Error::Server {
+                    code: 1213 | 1205,
+                    ..
+                } | Error::Aborted(_)
+            )
+            || matches!(self, Error::Server { code, message, .. }
+                if *code == codes::ERROR_DURING_COMMIT && message.contains(codes::LOCK_DEADLOCK))
+    }
+
+    /// True for a Group Replication certification failure (3101): rolled back on every member,
+    /// provided the member that answered is still in its group (see `codes::CERTIFICATION_FAILED`).
+    pub fn is_certification_failure(&self) -> bool {
+        matches!(self, Error::Server { code, .. } if *code == codes::CERTIFICATION_FAILED)
+    }
+
+    /// True when the server answered that the statement's outcome is unknown and it can no
+    /// longer serve the connection (`codes::OUTCOME_UNKNOWN`: a Group Replication member that
+    /// could not finish a commit with its group, a server shutting down): the unit must not run
+    /// again (it may have been committed), and the connection leaves the pool.
+    pub fn outcome_unknown(&self) -> bool {
+        matches!(self, Error::Server { code, .. } if codes::OUTCOME_UNKNOWN.contains(code))
     }
 
     /// True when the connection the error came from must not be used again.
@@ -110,26 +128,31 @@ impl Error {
     }
 
     /// True when the node that answered can no longer serve this connection (`codes::NODE_UNFIT`:
-    /// not synced with its Galera cluster, or read-only): the statement was refused, so the error
-    /// reaches the caller as the server's, but the connection must not be handed out again.
-    /// A 1180 counts when it says the node left the primary component.
+    /// not synced with its Galera cluster, read-only, not an ONLINE Group Replication member):
+    /// the statement was refused, so the error reaches the caller as the server's, but the
+    /// connection must not be handed out again. A 1180 counts when it says the node left the
+    /// primary component, a 4094 when a Group Replication primary is handing its role over.
     pub fn node_unfit(&self) -> bool {
         matches!(self, Error::Server { code, message, .. }
             if codes::NODE_UNFIT.contains(code)
-                || (*code == codes::ERROR_DURING_COMMIT && message.contains(codes::NOT_PRIMARY)))
+                || (*code == codes::ERROR_DURING_COMMIT && message.contains(codes::NOT_PRIMARY))
+                || (*code == codes::PRIMARY_CHANGE && message.contains(codes::SET_AS_PRIMARY)))
     }
 
     /// True when the connection the error came from must leave the pool: it is broken, or its
     /// node can no longer serve it.
     pub fn leaves_pool(&self) -> bool {
-        self.is_connection() || self.node_unfit()
+        self.is_connection() || self.node_unfit() || self.outcome_unknown()
     }
 
-    /// True when the server has already rolled the whole transaction back (a deadlock or a
-    /// Galera brute-force abort), or its state is unknown, so later statements would run
-    /// outside it.
+    /// True when the server has already rolled the whole transaction back (a deadlock, a
+    /// Galera brute-force abort, a Group Replication conflict), or its state is unknown (a lost
+    /// connection, a commit the group may or may not have taken, a shutdown), so later statements
+    /// would run outside it.
     pub fn ends_transaction(&self) -> bool {
-        self.is_connection() || matches!(self, Error::Server { code: 1213, .. } | Error::Aborted(_))
+        self.is_connection()
+            || self.outcome_unknown()
+            || (self.is_transient() && !matches!(self, Error::Server { code: 1205, .. }))
     }
 
     /// Who is to blame.
@@ -431,6 +454,44 @@ mod tests {
         assert!(!server(1213).leaves_pool());
         assert!(Error::connection("x").leaves_pool());
         assert!(Error::Timeout("x".into()).leaves_pool());
+    }
+
+    #[test]
+    fn group_replication_answers_are_classified() {
+        let server = |code, message: &str| Error::Server {
+            code,
+            state: "HY000".into(),
+            message: message.into(),
+        };
+        let conflict = server(
+            3101,
+            "Plugin instructed the server to rollback the current transaction.",
+        );
+        assert!(conflict.is_transient() && conflict.ends_transaction() && !conflict.leaves_pool());
+        let deadlock = server(
+            1180,
+            "Got error 149 - 'Lock deadlock; Retry transaction' during COMMIT",
+        );
+        assert!(deadlock.is_transient() && !deadlock.leaves_pool());
+        let hook = server(
+            3100,
+            "Error on observer while running replication hook 'before_commit'.",
+        );
+        assert!(hook.outcome_unknown() && hook.leaves_pool() && hook.ends_transaction());
+        assert!(
+            !hook.is_transient() && !hook.node_unfit(),
+            "a commit of unknown outcome never runs again"
+        );
+        for code in [3032, 3782, 3783, 3796, 3799] {
+            assert!(server(code, "x").node_unfit(), "{code}");
+        }
+        let handover = server(4094, "All queries have been blocked while function 'group_replication_set_as_primary()' is executing.");
+        assert!(handover.node_unfit());
+        assert!(
+            !server(4094, "At line 3 in p").node_unfit(),
+            "MariaDB's 4094 is a note of its own"
+        );
+        assert_eq!(conflict.code(), "ER_TRANSACTION_ROLLBACK_DURING_COMMIT");
     }
 
     #[test]

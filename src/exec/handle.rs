@@ -4,9 +4,8 @@
 //! the tags that identify our statements in the server's process list.
 
 use crate::error::{connect, Error, Result};
-use crate::observe::trace;
 use crate::pool::auth;
-use crate::pool::hosts::{self, Hosts, Node};
+use crate::pool::hosts::Hosts;
 use crate::pool::literal;
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Value};
@@ -97,127 +96,6 @@ pub fn tagged(tag: &str, text: &str) -> String {
 const DISCARD_BOUND: Duration = Duration::from_millis(200);
 
 impl PoolHandle {
-    /// Checks out a connection, bounded by the acquire timeout. With several hosts they are
-    /// tried in `Hosts::order`, each for an even share of the time left; a host that fails is
-    /// set aside and the checkout moves on, so a call not yet sent goes to the next host.
-    pub async fn acquire(&self) -> Result<Conn> {
-        let started = trace::start();
-        // For a traced call only: whether a pool opened a connection for this checkout (none
-        // was idle and one more is open after), which JS reports on the connect channel.
-        let before = started.map(|_| self.pool_counts());
-        let acquired = self.acquire_from_hosts().await;
-        let opened = before.map(|(open, idle)| idle == 0 && self.pool_counts().0 > open);
-        trace::acquired(started, opened, &acquired);
-        acquired
-    }
-
-    /// Connections open and idle right now, over every host's pool.
-    fn pool_counts(&self) -> (usize, usize) {
-        self.hosts
-            .pools()
-            .iter()
-            .fold((0, 0), |(open, idle), pool| {
-                let m = pool.metrics();
-                (
-                    open + m.connection_count.load(Ordering::Relaxed),
-                    idle + m.connections_in_pool.load(Ordering::Relaxed),
-                )
-            })
-    }
-
-    /// `acquire` without its trace.
-    async fn acquire_from_hosts(&self) -> Result<Conn> {
-        let deadline = tokio::time::Instant::now() + self.acquire_timeout;
-        let order = self.hosts.order();
-        let mut last = None;
-        for (i, node) in order.iter().enumerate() {
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let share = left / (order.len() - i) as u32;
-            let (pool, generation) = node.current();
-            let failure = match tokio::time::timeout(share, self.checkout(node, &pool)).await {
-                Ok(Ok(conn)) => return Ok(conn),
-                Ok(Err(e)) => self.redact(e),
-                // Every connection in use: a busy host, not a dead one — wait for it.
-                Err(_) if self.hosts.multi() && self.hosts.saturated(node) => {
-                    return match tokio::time::timeout_at(deadline, self.checkout(node, &pool)).await
-                    {
-                        Ok(r) => r.map_err(|e| self.redact(e)),
-                        Err(_) => Err(self.acquire_timed_out()),
-                    };
-                }
-                Err(_) if self.hosts.saturated(node) => self.acquire_timed_out(),
-                // Not waiting for a busy connection: connecting took too long.
-                Err(_) => {
-                    connect::Failure::timed_out(&connect::Place::of(node.opts()), share.as_millis())
-                }
-            };
-            if self.hosts.multi() {
-                node.set_aside(failure.message(), Some(generation));
-            }
-            last = Some(failure);
-        }
-        Err(last.unwrap_or_else(|| self.acquire_timed_out()))
-    }
-
-    fn acquire_timed_out(&self) -> Error {
-        Error::Connection {
-            code: "ETIMEDOUT",
-            message: format!(
-                "timed out after {} ms waiting for a free connection (acquireTimeoutMs; \
-                 all connectionLimit connections were in use)",
-                self.acquire_timeout.as_millis()
-            ),
-        }
-    }
-
-    /// One connection of `node` (whatever the failover order says), bounded by the acquire
-    /// timeout: for a unit that must run on that very host (a doorbell ring).
-    pub async fn checkout_from(&self, node: &Node) -> Result<Conn> {
-        let (pool, _) = node.current();
-        match tokio::time::timeout(self.acquire_timeout, self.checkout(node, &pool)).await {
-            Ok(r) => r.map_err(|e| self.redact(e)),
-            Err(_) => Err(self.acquire_timed_out()),
-        }
-    }
-
-    /// One connection from `node`'s pool; in a multi-host pool, probed (`hosts::unfit`) on its
-    /// first checkout and after the host was set aside, and closed if the node is unfit.
-    async fn checkout(&self, node: &Node, pool: &mysql_async::Pool) -> Result<Conn> {
-        let mut conn = match pool.get_conn().await {
-            Ok(conn) => conn,
-            Err(e) => return Err(connect_failure(e, node.opts()).await),
-        };
-        if self.max_packet.load(Ordering::Relaxed) == 0 {
-            let max: Option<u64> = conn.query_first("SELECT @@max_allowed_packet").await?;
-            self.max_packet
-                .store(max.unwrap_or(u64::MAX), Ordering::Relaxed);
-        }
-        if !self.hosts.multi() {
-            return Ok(conn);
-        }
-        let id = conn.id();
-        if !node.needs_probe(id) {
-            return Ok(conn);
-        }
-        match hosts::unfit(&mut conn).await {
-            Ok(None) => {
-                node.healthy(Some(id));
-                Ok(conn)
-            }
-            Ok(Some(why)) => {
-                discard(conn).await;
-                Err(Error::connection(format!(
-                    "{}:{} cannot take writes: {why}",
-                    node.host, node.port
-                )))
-            }
-            Err(e) => {
-                discard(conn).await;
-                Err(e)
-            }
-        }
-    }
-
     /// `release`, and in a multi-host pool sets the connection's host aside when the failure
     /// says the host is gone or can no longer serve it (`Error::leaves_pool`).
     pub async fn release<T>(&self, conn: Conn, outcome: &Result<T>) {
@@ -346,7 +224,7 @@ fn process_list(server: Option<&(String, u8)>) -> &'static str {
 /// What a caller learns from `e`, the failure to open a connection with `opts`: where it was
 /// going and why, in mysql2's terms (`error::connect`) — or, where the driver gave up on a
 /// login MySQL answers with a decoy plugin, the server's own answer (`pool::auth`).
-async fn connect_failure(e: mysql_async::Error, opts: &mysql_async::Opts) -> Error {
+pub(super) async fn connect_failure(e: mysql_async::Error, opts: &mysql_async::Opts) -> Error {
     let place = connect::Place::of(opts);
     let decoy = matches!(&e, mysql_async::Error::Driver(mysql_async::DriverError::UnknownAuthPlugin { name })
         if name == auth::DECOY_PLUGIN);

@@ -4,9 +4,11 @@
 //! native executor renders a batch into one multi-statement text query (one round trip), with
 //! `BEGIN` folded into a transaction's first batch and `COMMIT` sent on its own once every
 //! statement was seen to succeed. The wrapped executor (`wrapped.rs`) sends statements one by one
-//! through a user's JS `Sql` object. The pool the native one runs on — checkouts, round-trip
-//! bounds, the session killer — is `handle.rs`.
+//! through a user's JS `Sql` object. The pool the native one runs on — round-trip bounds, the
+//! session killer — is `handle.rs`; a checkout, and the choice of host when there are several,
+//! `acquire.rs`.
 
+mod acquire;
 mod handle;
 pub(crate) mod wrapped;
 
@@ -15,6 +17,7 @@ pub use handle::{discard, tagged, PoolHandle};
 use crate::error::{Error, Result};
 use crate::observe::trace;
 use crate::pool::charset;
+use crate::pool::group;
 use crate::pool::literal;
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Row, Value};
@@ -396,8 +399,8 @@ impl Mode {
     }
 }
 
-/// Runs `body` on one pooled connection in `mode`, re-running it after deadlocks and aborts
-/// (bounded). Autocommit bodies are safe to re-run: a statement that fails with a deadlock was not
+/// Runs `body` on one pooled connection in `mode`, re-running it after deadlocks, certification
+/// failures and aborts (bounded). Autocommit bodies are safe to re-run: a statement that fails with a deadlock was not
 /// applied, and the statements before it in the body are idempotent reads or writes. In a
 /// transaction `BEGIN` rides on the body's first batch, and `COMMIT` follows as its own round
 /// trip once every statement was seen to succeed, so a body of one batch costs two round trips.
@@ -432,9 +435,26 @@ where
                 Err(e)
             }
         };
-        handle.release(conn, &result).await;
+        // A certification failure is a rollback on every member only if the member that
+        // answered is still in its group; one that has just left it answers its waiting commits
+        // the same way, and the group may have committed them: then the unit must not run again.
+        let left_group = match &result {
+            Err(e) if e.is_certification_failure() => !group::still_member(&mut conn).await,
+            _ => false,
+        };
+        if left_group {
+            if let Some(node) = handle.hosts.node_of(&conn).filter(|_| handle.hosts.multi()) {
+                node.set_aside(
+                    "a Group Replication member that left its group during a commit".into(),
+                    None,
+                );
+            }
+            discard(conn).await;
+        } else {
+            handle.release(conn, &result).await;
+        }
         match result {
-            Err(e) if e.is_transient() && attempt < MAX_TX_ATTEMPTS => {
+            Err(e) if e.is_transient() && !left_group && attempt < MAX_TX_ATTEMPTS => {
                 backoff(handle, attempt).await
             }
             // A node that refuses every write (read-only, not synced) applied nothing of the

@@ -1,12 +1,13 @@
 //! Several hosts behind one pool: a driver pool per host (a `mysql_async::Pool` knows one
 //! host), each host's health, and the order in which a checkout tries them (`failover`).
 //!
-//! A host that refuses, times out, is not synced with its Galera cluster, or is read-only is set
-//! aside with a backoff that doubles on each consecutive failure; a checkout tries the healthy
+//! A host that refuses, times out, is not synced with its Galera cluster, is not the writable
+//! member of its Group Replication group, or is read-only is set aside with a backoff that doubles on each consecutive failure; a checkout tries the healthy
 //! hosts first and a host whose backoff has run out next (re-probing it), so calls not yet sent
 //! move to another host. A pool of one host is never probed: its statements stay what they were.
 
 use crate::error::{Error, Result};
+use crate::pool::group;
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Opts, Pool};
 use std::collections::HashSet;
@@ -224,6 +225,11 @@ impl Node {
             .is_none_or(|a| a.until <= Instant::now())
     }
 
+    /// Whether the host is set aside (its backoff may have run out).
+    pub fn is_aside(&self) -> bool {
+        self.lock().aside.is_some()
+    }
+
     /// Whether connection `id` must be probed before it is handed out: a connection not probed
     /// yet, or any connection of a host set aside (whose backoff has run out).
     pub fn needs_probe(&self, id: u32) -> bool {
@@ -278,22 +284,46 @@ impl Node {
 }
 
 /// Why the node behind `conn` cannot take writes, if it cannot: read-only (`read_only`,
-/// `innodb_read_only`), or a Galera node that is not `Synced`. Two round trips (three on a
-/// server with wsrep on), only on a connection's first checkout in a multi-host pool.
+/// `innodb_read_only`), a Galera node that is not `Synced`, or a Group Replication member that is
+/// not an ONLINE primary with a majority of its group (`group::GroupFacts::unfit`: a secondary,
+/// a member recovering, or one restarted outside its group, which may well be writable). One
+/// round trip, two on a Galera node or a group member; only on a connection's first checkout in a
+/// multi-host pool. An account that may not read the group tables gets the read-only verdict.
 pub async fn unfit(conn: &mut Conn) -> Result<Option<String>> {
-    let read_only: Option<(u8, u8)> = conn
-        .query_first("SELECT @@GLOBAL.read_only, @@GLOBAL.innodb_read_only")
+    let vars: Vec<(String, String)> = conn
+        .query(format!(
+            "SHOW GLOBAL VARIABLES WHERE Variable_name IN \
+             ('read_only', 'innodb_read_only', 'wsrep_on', '{}', '{}')",
+            group::GROUP_NAME,
+            group::SINGLE_PRIMARY
+        ))
         .await?;
-    match read_only {
-        Some((1, _)) => return Ok(Some("read-only (read_only = ON)".into())),
-        Some((_, 1)) => return Ok(Some("read-only (innodb_read_only = ON)".into())),
-        _ => {}
+    let var = |name: &str| {
+        vars.iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    };
+    // MariaDB and MySQL without the plugin have no group variables.
+    if var(group::GROUP_NAME).is_some_and(|g| !g.is_empty()) {
+        let single = var(group::SINGLE_PRIMARY).is_some_and(group::is_on);
+        match group::membership(conn, single).await {
+            Ok(facts) => {
+                if let Some(why) = facts.unfit() {
+                    return Ok(Some(why));
+                }
+            }
+            Err(e) if group::denied(&e) => {}
+            Err(e) => return Err(e),
+        }
     }
-    // MySQL has no wsrep variables (an empty answer); MariaDB has them with or without Galera.
-    let wsrep: Option<(String, String)> = conn
-        .query_first("SHOW GLOBAL VARIABLES LIKE 'wsrep\\_on'")
-        .await?;
-    if !wsrep.is_some_and(|(_, on)| on.eq_ignore_ascii_case("ON")) {
+    if var("read_only").is_some_and(group::is_on) {
+        return Ok(Some("read-only (read_only = ON)".into()));
+    }
+    if var("innodb_read_only").is_some_and(group::is_on) {
+        return Ok(Some("read-only (innodb_read_only = ON)".into()));
+    }
+    // MySQL has no wsrep variables; MariaDB has them with or without Galera.
+    if !var("wsrep_on").is_some_and(group::is_on) {
         return Ok(None);
     }
     let state: Option<(String, String)> = conn

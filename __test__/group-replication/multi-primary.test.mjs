@@ -1,0 +1,184 @@
+// Group Replication, multi-primary: workers on every member write at once, and the group
+// certifies each transaction against the others at commit. The loser of a conflict is rolled
+// back everywhere and its client gets errno 3101 (ER_TRANSACTION_ROLLBACK_DURING_COMMIT) at
+// COMMIT; `SKIP LOCKED` only sees locks taken on its own member, so workers on different members
+// take the same head-of-queue jobs and collide there. The package re-runs such a unit (as after a
+// Galera certification failure, 1213), so nothing of it reaches the caller and every job is still
+// leased once.
+//
+// (a) claims: rounds of jobs enqueued on member 1, 3 claiming workers on each member (in this
+//     process, each with its own pool to its member), each lease heartbeated at once (a claim
+//     reported done that the group rolled back fails it), then acked: no job leased twice;
+// (b) an engine-shaped drain with outboxes (drain.mjs), 3 worker processes, one per member,
+//     3 workers each on that member: every run done exactly once, outboxes complete, members
+//     identical.
+// In both, the only error that may reach a caller is a claim's conflict (3101, or a local deadlock
+// with a certified remote transaction: 1213, 1180 "Lock deadlock") after the package ran the claim
+// again 7 times (8 attempts, as after any deadlock): it wrote nothing, and a worker treats it as
+// an empty claim. Most conflicts are at the head of the queue, where every member's workers
+// take the same jobs.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import m from '../../index.js';
+import { APP_USER, useGroup } from '../helpers/group-replication.mjs';
+import { RERUNS, conflictAfterReruns, drainUnderFault } from './drain.mjs';
+
+const { mysqlPool, applySchema, createMysqlBackend } = m;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+const JOBS = 1500; // per round
+const LIMITS = [1, 2, 4];
+const WORKERS_PER_MEMBER = 3;
+const LEASE_MS = 10 * 60_000;
+const ROUND_DEADLINE_MS = 60_000;
+
+const gr = useGroup({ mode: 'multi' });
+const { skip } = gr;
+
+/** Conflicts the group's certifier has found so far (each member certifies every transaction). */
+async function conflicts() {
+  const facts = await gr.group.facts();
+  return Math.max(...facts.map((f) => f.conflicts ?? 0));
+}
+
+const memberUrl = (k, db) => `mysql://${APP_USER}@127.0.0.1:${gr.group.members[k].port}/${db.name}`;
+
+test(
+  `${LIMITS.length} rounds of ${JOBS} jobs, ${WORKERS_PER_MEMBER} claiming workers on each of 3 primaries: no job leased twice`,
+  { skip, timeout: 300_000 },
+  async (t) => {
+    const { group } = gr;
+    const db = await group.createDatabase('gr_mp_claims');
+    const pools = [];
+    t.after(async () => {
+      for (const p of pools) if (!p.closed) await p.close();
+    });
+    const pool = (url) => {
+      const p = mysqlPool(`${url}?connectionLimit=2&acquireTimeoutMs=20000`);
+      pools.push(p);
+      return p;
+    };
+    const setup = pool(`${group.members[0].url}${db.name}`);
+    await applySchema(setup);
+    const b1 = createMysqlBackend(setup);
+    const workers = [];
+    group.members.forEach((mb, k) => {
+      for (let w = 0; w < WORKERS_PER_MEMBER; w++) {
+        const sql = pool(memberUrl(k, db));
+        workers.push({ name: `${mb.name}w${w}`, sql, backend: createMysqlBackend(sql) });
+      }
+    });
+
+    const claimsOf = new Map();
+    const heartbeatFailures = [];
+    const errors = [];
+    let exhausted = 0; // claims whose conflicts outlasted the package's attempts (they wrote nothing)
+    const rounds = [];
+    const conflicts0 = await conflicts();
+    for (const [r, limit] of LIMITS.entries()) {
+      const ids = Array.from({ length: JOBS }, (_, i) => `r${r}-job-${String(i).padStart(5, '0')}`);
+      for (let k = 0; k < ids.length; k += 50)
+        await Promise.all(ids.slice(k, k + 50).map((id) => b1.queue.enqueue(id)));
+      await group.waitForSync();
+      const round = { limit, leases: 0, retries: 0 };
+      const retries0 = workers.reduce((n, wk) => n + wk.sql.stats().deadlockRetries, 0);
+      const deadline = Date.now() + ROUND_DEADLINE_MS;
+      const tr = Date.now();
+      await Promise.all(
+        workers.map(async (wk) => {
+          const { queue } = wk.backend;
+          let empty = 0;
+          while (empty < 3 && Date.now() < deadline) {
+            let leases;
+            const retries0 = wk.sql.stats().deadlockRetries;
+            try {
+              leases = await queue.claim({ limit, leaseMs: LEASE_MS });
+            } catch (e) {
+              // A worker's calls run one at a time: its pool's re-runs since the call are this call's.
+              const reran = wk.sql.stats().deadlockRetries - retries0;
+              if (conflictAfterReruns({ errno: e.errno, message: e.message, reran })) exhausted++;
+              else errors.push(`${wk.name} claim (re-run ${reran} times): ${e.errno ?? e.code} ${e.message}`);
+              await sleep(20);
+              continue;
+            }
+            if (leases.length === 0) {
+              empty++;
+              await sleep(30);
+              continue;
+            }
+            empty = 0;
+            round.leases += leases.length;
+            for (const lease of leases) claimsOf.set(lease.runId, [...(claimsOf.get(lease.runId) || []), wk.name]);
+            for (const lease of leases) {
+              try {
+                await queue.heartbeat(lease, { leaseMs: LEASE_MS });
+              } catch (e) {
+                heartbeatFailures.push(`${wk.name} ${lease.runId}: ${e.message}`);
+              }
+              try {
+                await queue.ack(lease);
+              } catch (e) {
+                errors.push(`${wk.name} ack: ${e.errno ?? e.code} ${e.message}`);
+              }
+            }
+          }
+        }),
+      );
+      round.ms = Date.now() - tr;
+      round.retries = workers.reduce((n, wk) => n + wk.sql.stats().deadlockRetries, 0) - retries0;
+      await group.waitForSync();
+      round.left = (await group.rowCounts(db.name, ['job'])).map((c) => c.counts.job);
+      round.never = ids.filter((id) => !claimsOf.has(id)).length;
+      rounds.push(round);
+      t.diagnostic(
+        `round ${r}: limit ${limit}: ${round.leases} leases, never claimed ${round.never}, re-run ${round.retries}, jobs left ${round.left.join('/')}, ${round.ms} ms`,
+      );
+      if (round.left.some((c) => c > 0)) break;
+    }
+    const found = (await conflicts()) - conflicts0;
+    const doubles = [...claimsOf].filter(([, list]) => list.length > 1);
+    const retries = rounds.reduce((n, r) => n + r.retries, 0);
+    const summary =
+      `multi-primary claims: ${rounds.length} × ${JOBS} jobs (limits ${LIMITS.join('/')}), 3 members × ${WORKERS_PER_MEMBER} workers; ` +
+      `jobs leased twice ${doubles.length}, heartbeats failed right after the claim ${heartbeatFailures.length}; ` +
+      `certification conflicts: ${found} on the group, ${retries} units re-run inside the package; ` +
+      `claims that lost all ${RERUNS + 1} attempts ${exhausted}, other errors that reached a caller ${errors.length}; group start-up ${group.startupMs} ms ${JSON.stringify(group.phases)}`;
+    t.diagnostic(summary);
+    console.log(`# ${summary}`);
+
+    assert.equal(rounds.length, LIMITS.length, `every round drained its queue (${summary})`);
+    assert.ok(found > 0, 'the members conflicted (else this test proves nothing)');
+    assert.deepEqual(doubles.slice(0, 20), [], `no job leased twice (${summary})`);
+    assert.deepEqual(heartbeatFailures.slice(0, 20), [], 'every heartbeat right after its claim succeeded');
+    assert.deepEqual(
+      errors.slice(0, 20),
+      [],
+      `no error reached a caller but a claim's conflict after ${RERUNS} re-runs inside the package`,
+    );
+    assert.equal(claimsOf.size, rounds.length * JOBS, 'every job claimed exactly once');
+  },
+);
+
+test(
+  'an engine-shaped drain with workers on all three primaries: each run done once, conflicts re-run inside',
+  { skip, timeout: 300_000 },
+  async (t) => {
+    const before = await conflicts();
+    const { retries } = await drainUnderFault(t, gr.group, {
+      label: 'gr_mp_drain',
+      main: 600,
+      paceMs: 0,
+      leaseMs: 60_000,
+      processes: (db) =>
+        gr.group.members.map((mb, k) =>
+          Array.from({ length: WORKERS_PER_MEMBER }, (_, w) => ({ name: `${mb.name}w${w}`, url: memberUrl(k, db) })),
+        ),
+      // A claim is where workers on different members collide; one that loses every attempt
+      // wrote nothing, and the worker claims again (as after an empty claim).
+      acceptable: (e) => e.where === 'claim' && conflictAfterReruns(e),
+    });
+    const found = (await conflicts()) - before;
+    t.diagnostic(`certification conflicts on the group ${found}, units re-run inside the package ${retries}`);
+    assert.ok(found > 0, 'the members conflicted (else this test proves nothing)');
+  },
+);
