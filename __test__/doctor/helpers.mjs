@@ -41,7 +41,7 @@ export const STOCK = {
     defaultIsolation: 'REPEATABLE-READ',
     binlog: /^binary log off/,
     binlogOn: false,
-    cluster: /^not a cluster node \(Galera: wsrep_on (OFF|absent)\)$/,
+    cluster: /^not a cluster node \(Galera: wsrep_on (OFF|absent); Group Replication is a MySQL cluster\)$/,
     push: /^doorbell: a listener parks one statement; a ring ends it with KILL QUERY ID$/,
   },
   mysql: {
@@ -50,7 +50,7 @@ export const STOCK = {
     defaultIsolation: 'REPEATABLE-READ',
     binlog: /^binary log on, binlog_format ROW$/,
     binlogOn: true,
-    cluster: /^not a cluster node \(Galera is a MariaDB cluster\)$/,
+    cluster: /^not a cluster node \(Galera is a MariaDB cluster; Group Replication: not configured\)$/,
     push: /^doorbell: a listener parks on a connection of its own; a ring ends it with KILL QUERY \(performance_schema/,
   },
 }[serverKind()];

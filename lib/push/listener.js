@@ -600,6 +600,8 @@ function createMysqlListener(sql, opts = {}) {
         // 'server' (every account's: PROCESS and CONNECTION ADMIN) or 'account' (its own only).
         account: f?.account,
         reach: f?.reach,
+        // 'galera', 'group-replication single-primary' / '… multi-primary', or null (one server)
+        cluster: f?.clusterKind,
         ...counts,
         ...(bell ? bell.stats() : { rings: 0, lookups: 0, kills: 0, denied: 0, failed: 0 }),
       };

@@ -38,10 +38,48 @@ function reachOf(grants) {
 /** The privileges to grant an account whose rings should reach every account's parks, per server. */
 const reachPrivileges = (mariadb) => (mariadb ? 'PROCESS, CONNECTION ADMIN' : 'PROCESS, CONNECTION_ADMIN');
 
+/** A Galera node's cluster: its size when it has several nodes (a ring reaches one of them). */
+async function galeraOf(sql) {
+  const rows = await sql.query(
+    "SELECT VARIABLE_VALUE AS n FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'WSREP_CLUSTER_SIZE'",
+  );
+  const n = Number(rows[0]?.n ?? 0);
+  return n > 1 ? { nodes: n, kind: 'galera' } : { nodes: 0, kind: null };
+}
+
+/**
+ * A Group Replication member's group. Single-primary: every write, park and ring goes to the one
+ * primary (a pool's probe sets the secondaries aside), so the doorbell reaches every park as on
+ * one server (`nodes` 0). Multi-primary: parks sit on every member, and a ring reaches the
+ * members of the ringer's own pool only — as on Galera. Without the plugin, or without SELECT on
+ * performance_schema: no group known.
+ */
+async function groupOf(sql) {
+  const mode = await sql.query("SHOW GLOBAL VARIABLES WHERE Variable_name = 'group_replication_single_primary_mode'");
+  const value = mode[0] ? String(Object.values(mode[0])[1]) : undefined;
+  if (value === undefined) return { nodes: 0, kind: null };
+  let online = 0;
+  try {
+    const [r] = await sql.query(
+      "SELECT COUNT(*) AS n FROM performance_schema.replication_group_members WHERE MEMBER_STATE = 'ONLINE'",
+    );
+    online = Number(r.n);
+  } catch {
+    return { nodes: 0, kind: null };
+  }
+  if (online === 0) return { nodes: 0, kind: null };
+  const single = /^(ON|1)$/i.test(value);
+  return {
+    nodes: single || online < 2 ? 0 : online,
+    kind: single ? 'group-replication single-primary' : 'group-replication multi-primary',
+  };
+}
+
 /**
  * `{ kind, version, db, account, reach, processlist, id, kill, cluster }` of the server behind
  * `sql`: `db` is LOWER(HEX(DATABASE())) (what park marks carry), `cluster` the number of nodes
- * when it is one node of several (Galera), else 0.
+ * when it is one node of several that a ring may not all reach (Galera, a multi-primary group),
+ * else 0, and `clusterKind` what kind of cluster it is a node of (or null).
  */
 async function serverFacts(sql) {
   const [r] = await sql.query(
@@ -51,14 +89,7 @@ async function serverFacts(sql) {
   const shape = { ...KINDS[kind] };
   // Without performance_schema its processlist table is empty; the older table still lists.
   if (kind === 'mysql' && Number(r.ps) !== 1) shape.processlist = 'information_schema.PROCESSLIST';
-  let cluster = 0;
-  if (kind === 'mariadb') {
-    const rows = await sql.query(
-      "SELECT VARIABLE_VALUE AS n FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'WSREP_CLUSTER_SIZE'",
-    );
-    const n = Number(rows[0]?.n ?? 0);
-    cluster = n > 1 ? n : 0;
-  }
+  const { nodes: cluster, kind: clusterKind } = kind === 'mariadb' ? await galeraOf(sql) : await groupOf(sql);
   const grants = (await sql.query('SHOW GRANTS')).map((row) => parseGrant(Object.values(row)[0]));
   return {
     kind,
@@ -67,6 +98,7 @@ async function serverFacts(sql) {
     account: String(r.account),
     reach: reachOf(grants),
     cluster,
+    clusterKind,
     ...shape,
   };
 }

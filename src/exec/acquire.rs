@@ -2,8 +2,8 @@
 //! long each may take, the probe of a new connection (`hosts::unfit`), and the wait for a host
 //! that can take writes while a cluster changes its writer.
 
-use super::{discard, PoolHandle};
 use super::handle::connect_failure;
+use super::{discard, PoolHandle};
 use crate::error::{connect, Error, Result};
 use crate::observe::trace;
 use crate::pool::hosts::{self, Node};
@@ -151,12 +151,14 @@ impl PoolHandle {
         }
     }
 
-    /// One connection of `node` (whatever the failover order says), bounded by the acquire
-    /// timeout: for a unit that must run on that very host (a doorbell ring).
-    pub async fn checkout_from(&self, node: &Node) -> Result<Conn> {
+    /// One connection of `node` as it is — not probed for writes, whatever its state — bounded by
+    /// the acquire timeout: for a unit that must run on that very host and writes nothing (a
+    /// doorbell ring, which may have a park to end on a member that stopped being the primary).
+    pub async fn checkout_as_is(&self, node: &Node) -> Result<Conn> {
         let (pool, _) = node.current();
-        match tokio::time::timeout(self.acquire_timeout, self.checkout(node, &pool)).await {
-            Ok(r) => r.map_err(|e| self.redact(e.into_error())),
+        match tokio::time::timeout(self.acquire_timeout, pool.get_conn()).await {
+            Ok(Ok(conn)) => Ok(conn),
+            Ok(Err(e)) => Err(self.redact(connect_failure(e, node.opts()).await)),
             Err(_) => Err(self.acquire_timed_out()),
         }
     }
@@ -184,7 +186,7 @@ impl PoolHandle {
         if !node.needs_probe(id) {
             return Ok(conn);
         }
-        match hosts::unfit(&mut conn).await {
+        match hosts::unfit(&mut conn, node).await {
             Ok(None) => {
                 node.healthy(Some(id));
                 Ok(conn)

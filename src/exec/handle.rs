@@ -140,6 +140,20 @@ impl PoolHandle {
         }
     }
 
+    /// One small statement of ours on `conn` (a session read, a ring's lookup or KILL), tagged
+    /// and bounded like every round trip: its rows as `T`.
+    pub async fn own_statement<T: FromRow + Send + 'static>(
+        self: &Arc<Self>,
+        conn: &mut Conn,
+        text: &str,
+    ) -> Result<Vec<T>> {
+        let id = conn.id();
+        let tag = self.tags.round_trip(id);
+        let sent = crate::exec::tagged(&tag, text);
+        let run = async { conn.query::<T, _>(sent).await.map_err(Error::from) };
+        self.bounded(id, &tag, run).await
+    }
+
     /// Kills session `conn_id` in the background, bounded, from a connection of its own (a
     /// pooled one would wait behind the same silent network and hold a pool slot). Only a
     /// session that is ours beyond doubt is killed — same user, running a statement that starts

@@ -17,10 +17,10 @@ use crate::node::params::Param;
 use crate::node::promise;
 use crate::node::rows::UserRows;
 use crate::node::sql::{convert_params, run_bounded, NativeSql};
-use mysql_async::prelude::*;
 use mysql_async::Conn;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
@@ -93,13 +93,16 @@ async fn ring_host(
     lookup: &str,
     target: Target,
 ) -> Result<(u64, u64, Option<String>)> {
-    let mut conn = handle.checkout_from(node).await?;
+    let mut conn = handle.checkout_as_is(node).await?;
     let outcome = async {
-        let ids: Vec<u64> = statement(handle, &mut conn, lookup).await?;
+        let ids: Vec<u64> = handle.own_statement(&mut conn, lookup).await?;
         let (mut killed, mut denied) = (0, None);
         // One at a time, never two in flight (docs/push.md, "One KILL at a time").
         for &id in &ids {
-            match statement::<u64>(handle, &mut conn, &target.statement(id)).await {
+            match handle
+                .own_statement::<u64>(&mut conn, &target.statement(id))
+                .await
+            {
                 Ok(_) => killed += 1,
                 Err(Error::Server { code, .. }) if GONE.contains(&code) => {}
                 Err(
@@ -119,19 +122,6 @@ async fn ring_host(
     outcome
 }
 
-/// One statement of ours on `conn`, tagged and bounded like every round trip; its first column.
-async fn statement<T: FromValue + Send + 'static>(
-    handle: &Arc<PoolHandle>,
-    conn: &mut Conn,
-    text: &str,
-) -> Result<Vec<T>> {
-    let id = conn.id();
-    let tag = handle.tags.round_trip(id);
-    let sent = exec::tagged(&tag, text);
-    let run = async { conn.query::<T, _>(sent).await.map_err(Error::from) };
-    handle.bounded(id, &tag, run).await
-}
-
 impl NativeSql {
     /// The ring over every host that is not set aside, each host's part at once.
     async fn ring_hosts(
@@ -139,9 +129,23 @@ impl NativeSql {
         lookup: String,
         target: Target,
     ) -> Result<RingOutcome> {
-        let nodes: Vec<usize> = (0..handle.hosts.nodes().len())
-            .filter(|&i| handle.hosts.nodes()[i].ready())
-            .collect();
+        // Hosts set aside (a member that stopped being the primary, a host that failed) are rung
+        // too — a park may still sleep there — but in the background, one ring at a time per host,
+        // so that a dead one never holds this ring or the next.
+        let all = handle.hosts.nodes();
+        for i in (0..all.len()).filter(|&i| !all[i].ready()) {
+            if all[i].ringing.swap(true, Ordering::AcqRel) {
+                continue;
+            }
+            let handle = handle.clone();
+            let lookup = lookup.clone();
+            tokio::spawn(async move {
+                let node = &handle.hosts.nodes()[i];
+                let _ = ring_host(&handle, node, &lookup, target).await;
+                node.ringing.store(false, Ordering::Release);
+            });
+        }
+        let nodes: Vec<usize> = (0..all.len()).filter(|&i| all[i].ready()).collect();
         // Each host's part on a task of its own: they run at once. Each is bounded as any call
         // is (the checkout by acquireTimeoutMs, each statement by queryTimeoutMs), never cut
         // short: a part stopped between its KILLs would leave parks it found asleep. A host
@@ -202,6 +206,20 @@ impl NativeSql {
         params: Vec<Param>,
     ) -> Result<UserRows> {
         let mut slot = parker.conn.lock().await;
+        // A park connection on a host the pool has since set aside (a primary that handed over,
+        // a host that failed) moves: the next park goes where the pool's calls go now.
+        let moved = slot.as_ref().is_some_and(|conn| {
+            handle.hosts.multi()
+                && handle
+                    .hosts
+                    .node_of(conn)
+                    .is_some_and(|node| node.is_aside())
+        });
+        if moved {
+            if let Some(conn) = slot.take() {
+                exec::discard(conn).await;
+            }
+        }
         if slot.is_none() {
             let pooled = handle.acquire().await?;
             let opts = pooled.opts().clone();

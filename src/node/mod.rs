@@ -13,3 +13,4 @@ pub(crate) mod promise;
 pub(crate) mod rows;
 pub(crate) mod sql;
 pub(crate) mod turns;
+pub(crate) mod tx;

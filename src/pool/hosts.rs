@@ -58,6 +58,9 @@ pub struct Node {
     pub port: u16,
     opts: Opts,
     state: Mutex<State>,
+    /// A doorbell ring's part on this host is in flight in the background (a host set aside is
+    /// rung without waiting for it, one ring at a time: `node::bell`).
+    pub ringing: std::sync::atomic::AtomicBool,
 }
 
 struct State {
@@ -72,6 +75,8 @@ struct State {
     failures: u32,
     /// Connections of `pool` that were probed (multi-host pools only).
     probed: HashSet<u32>,
+    /// What the host said of its Group Replication group at its last probe, if it is a member.
+    group: Option<group::GroupFacts>,
 }
 
 struct Aside {
@@ -88,6 +93,9 @@ pub struct HostState {
     pub reason: Option<String>,
     /// When the host entered this state, ms since the epoch.
     pub since: f64,
+    /// Its Group Replication facts as its last probe read them (a group member of a multi-host
+    /// pool only; a probe runs on a new connection and after a failure).
+    pub group: Option<group::GroupFacts>,
 }
 
 impl Hosts {
@@ -105,7 +113,9 @@ impl Hosts {
                     since: SystemTime::now(),
                     failures: 0,
                     probed: HashSet::new(),
+                    group: None,
                 }),
+                ringing: Default::default(),
                 opts: o,
             })
             .collect();
@@ -180,6 +190,7 @@ impl Hosts {
                         "healthy"
                     },
                     reason: st.aside.as_ref().map(|a| a.reason.clone()),
+                    group: st.group.clone(),
                     since: st
                         .since
                         .duration_since(UNIX_EPOCH)
@@ -289,7 +300,7 @@ impl Node {
 /// a member recovering, or one restarted outside its group, which may well be writable). One
 /// round trip, two on a Galera node or a group member; only on a connection's first checkout in a
 /// multi-host pool. An account that may not read the group tables gets the read-only verdict.
-pub async fn unfit(conn: &mut Conn) -> Result<Option<String>> {
+pub async fn unfit(conn: &mut Conn, node: &Node) -> Result<Option<String>> {
     let vars: Vec<(String, String)> = conn
         .query(format!(
             "SHOW GLOBAL VARIABLES WHERE Variable_name IN \
@@ -308,6 +319,7 @@ pub async fn unfit(conn: &mut Conn) -> Result<Option<String>> {
         let single = var(group::SINGLE_PRIMARY).is_some_and(group::is_on);
         match group::membership(conn, single).await {
             Ok(facts) => {
+                node.lock().group = Some(facts.clone());
                 if let Some(why) = facts.unfit() {
                     return Ok(Some(why));
                 }
