@@ -4,7 +4,6 @@
 // file itself.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
@@ -115,37 +114,8 @@ export function cli(args, { env = {}, input } = {}) {
   });
 }
 
-/** A loopback port nothing listens on. */
-export function closedPort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-/** A loopback server that accepts connections and never says a word. */
-export function silentServer() {
-  const sockets = new Set();
-  const srv = net.createServer((s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  return new Promise((resolve) => {
-    srv.listen(0, '127.0.0.1', () =>
-      resolve({
-        port: srv.address().port,
-        close: () => {
-          for (const s of sockets) s.destroy();
-          return new Promise((r) => srv.close(r));
-        },
-      }),
-    );
-  });
-}
+// A closed port and a server that never answers, for the checks that must fail within a bound.
+export { blackhole as silentServer, closedPort } from '../helpers/sockets.mjs';
 
 /** An account with exactly `grants` on `database` (none when null); `drop()` removes it. */
 export async function user(database, grants) {

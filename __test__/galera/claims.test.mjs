@@ -23,6 +23,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import m from '../../index.js';
 import { countConflicts, useGaleraCluster } from '../helpers/galera.mjs';
+import { claimUntilEmpty, workerPools } from './claim-loop.mjs';
 
 const { mysqlPool, applySchema, createMysqlBackend } = m;
 
@@ -31,7 +32,6 @@ const LIMITS = [1, 2, 4]; // claim batch size, one round each
 const WORKERS_PER_NODE = 3;
 const LEASE_MS = 10 * 60_000;
 const ROUND_DEADLINE_MS = 40_000; // the workers stop here whatever happened (then the test fails)
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const galera = useGaleraCluster();
 const { skip } = galera;
@@ -42,15 +42,7 @@ test(
   async (t) => {
     const { cluster } = galera;
     const db = await cluster.createDatabase('galera_claims');
-    const pools = [];
-    t.after(async () => {
-      for (const p of pools) if (!p.closed) await p.close();
-    });
-    const pool = (url) => {
-      const p = mysqlPool(`${url}?connectionLimit=2&acquireTimeoutMs=20000`);
-      pools.push(p);
-      return p;
-    };
+    const pool = workerPools(t, mysqlPool);
     const setup = pool(db.urls[0]);
     await applySchema(setup);
     const b1 = createMysqlBackend(setup);
@@ -86,56 +78,39 @@ test(
       const retries0 = workers.reduce((n, wk) => n + wk.sql.stats().deadlockRetries, 0);
       const deadline = Date.now() + ROUND_DEADLINE_MS;
       const tr = performance.now();
-      const run = async (wk) => {
-        const { queue } = wk.backend;
-        let empty = 0;
-        // Stop after a few empty claims in a row: with leases that never expire, an empty queue on
-        // this node means every job is taken or done (a node that lags sees MORE jobs, not fewer).
-        while (empty < 3 && Date.now() < deadline) {
-          let leases;
-          round.claimCalls++;
-          try {
-            leases = await queue.claim({ limit, leaseMs: LEASE_MS });
-          } catch (e) {
+      const run = (wk) =>
+        claimUntilEmpty(wk, {
+          limit,
+          leaseMs: LEASE_MS,
+          deadline,
+          claimed(leases) {
+            round.claimCalls++;
+            round.leases += leases.length;
+            for (const lease of leases) {
+              const list = claimsOf.get(lease.runId) || [];
+              list.push(wk.name);
+              claimsOf.set(lease.runId, list);
+              if (list.length === 2) round.doubles++;
+            }
+          },
+          claimFailed(e) {
+            round.claimCalls++;
             errors.claim.push(`${wk.name}: ${e.message}`);
             round.errors++;
-            await sleep(20);
-            continue;
-          }
-          if (leases.length === 0) {
-            empty++;
-            await sleep(30);
-            continue;
-          }
-          empty = 0;
-          round.leases += leases.length;
-          for (const lease of leases) {
-            const list = claimsOf.get(lease.runId) || [];
-            list.push(wk.name);
-            claimsOf.set(lease.runId, list);
-            if (list.length === 2) round.doubles++;
-          }
-          for (const lease of leases) {
-            try {
-              await queue.heartbeat(lease, { leaseMs: LEASE_MS });
-            } catch (e) {
-              // "lease … is no longer held" right after the claim: the claim never committed.
-              heartbeatFailures.push({ worker: wk.name, runId: lease.runId, message: e.message });
-              round.heartbeatFailures++;
-              if (!/no longer held/.test(e.message)) {
-                errors.heartbeat.push(`${wk.name}: ${e.message}`);
-                round.errors++;
-              }
-            }
-            try {
-              await queue.ack(lease);
-            } catch (e) {
-              errors.ack.push(`${wk.name}: ${e.message}`);
+          },
+          heartbeatFailed(lease, e) {
+            heartbeatFailures.push({ worker: wk.name, runId: lease.runId, message: e.message });
+            round.heartbeatFailures++;
+            if (!/no longer held/.test(e.message)) {
+              errors.heartbeat.push(`${wk.name}: ${e.message}`);
               round.errors++;
             }
-          }
-        }
-      };
+          },
+          ackFailed(e) {
+            errors.ack.push(`${wk.name}: ${e.message}`);
+            round.errors++;
+          },
+        });
       await Promise.all(workers.map(run));
       round.ms = Math.round(performance.now() - tr);
       round.retries = workers.reduce((n, wk) => n + wk.sql.stats().deadlockRetries, 0) - retries0;

@@ -18,6 +18,7 @@ import assert from 'node:assert/strict';
 import m from '../../index.js';
 import { countConflicts, useGaleraCluster } from '../helpers/galera.mjs';
 import { sleep } from '../reliability/engine.mjs';
+import { workerPools } from './claim-loop.mjs';
 import { TABLES, drive, judge, seedRuns } from './outbox-runs.mjs';
 
 const { mysqlPool, applySchema, createMysqlBackend } = m;
@@ -39,15 +40,7 @@ test(
   async (t) => {
     const { cluster } = galera;
     const db = await cluster.createDatabase('galera_drain');
-    const pools = [];
-    t.after(async () => {
-      for (const p of pools) if (!p.closed) await p.close();
-    });
-    const pool = (url) => {
-      const p = mysqlPool(`${url}?connectionLimit=2&acquireTimeoutMs=20000`);
-      pools.push(p);
-      return p;
-    };
+    const pool = workerPools(t, mysqlPool);
     // Verification reads on node 1 once it caught up; `T.run` names the table in the test database.
     const q = (sql, params) => cluster.nodes[0].queryCausal(sql.replaceAll('`T.', `\`${db.name}\`.\``), params);
 

@@ -1,10 +1,11 @@
-// The engine-shaped runs of the Galera drains (drain.test.mjs, failover.test.mjs): seeding them,
+// The engine-shaped runs of the cluster drains (galera/, group-replication/drain.mjs): seeding them,
 // driving one lease (loadRun → markRunning → 3 × checkpointStep → markTerminal → ack) with
 // outboxes, and judging the outcome once every node applied everything.
 //
 // A third of the runs spawn a child from a step's outbox (and schedule a timer from markTerminal's),
 // a third enqueue a side run and schedule a timer from a step's outbox, so that a unit of work
 // aborted or lost but reported as done shows as a missing child, side run, timer or step.
+import assert from 'node:assert/strict';
 import { TERMINAL } from '../reliability/engine.mjs';
 
 export const FAR = Date.parse('2100-01-01T00:00:00Z');
@@ -181,4 +182,44 @@ export async function judge(q, seeded, doneBy, leasesOf) {
     missingOutbox,
     strayTimers,
   };
+}
+
+/**
+ * Asserts what `judge` found after a drain under a fault: every run there once and done once,
+ * leased once at a time, its output the acknowledged one, its steps and outbox whole, no timer or
+ * job left over. A run done without an acknowledged terminal write is allowed only when its
+ * `markTerminal` failed with an outcome the worker could not know (`terminalUnknown`: run ids).
+ */
+export function assertJudged(out, seeded, terminalUnknown, summary) {
+  assert.equal(out.rows.length, seeded.expectedRuns, `every run exists, no other (${summary})`);
+  assert.deepEqual(out.doubleLeases.slice(0, 20), [], `no run leased twice (${summary})`);
+  assert.deepEqual(out.doneTwice.slice(0, 20), [], `no run done twice (${summary})`);
+  assert.deepEqual(out.notDone.slice(0, 20), [], `every run done (${summary})`);
+  assert.deepEqual(
+    out.neverDone.filter((r) => !terminalUnknown.has(r.slice(r.lastIndexOf(' ') + 1))).slice(0, 20),
+    [],
+    'every stored done came from an acknowledged terminal write, or one whose outcome the worker could not know',
+  );
+  assert.deepEqual(out.wrongOutput.slice(0, 20), [], "the stored output is the acknowledged write's");
+  assert.deepEqual(out.badSteps.slice(0, 20), [], 'exactly 3 step rows per run');
+  assert.deepEqual(out.strayStepRuns, [], 'no step rows without a run');
+  assert.deepEqual(out.missingOutbox.slice(0, 20), [], 'every outbox complete');
+  assert.equal(out.strayTimers, 0, "no timer rows besides the outboxes'");
+  assert.equal(out.jobs, 0, 'every job acked');
+}
+
+/**
+ * How far a drain has come, read through `q` (`T.` names the test database): runs done and jobs
+ * left; the previous reading `last` when the read fails (its member may be the one down), and
+ * whether every seeded run is done with no job left.
+ */
+export async function drainProgress(q, seeded, last) {
+  let now = last;
+  try {
+    const [row] = await q(
+      "SELECT (SELECT COUNT(*) FROM `T.run` WHERE status = 'done') AS done, (SELECT COUNT(*) FROM `T.job`) AS jobs",
+    );
+    now = { done: Number(row.done), jobs: Number(row.jobs) };
+  } catch {}
+  return { ...now, drained: now.done >= seeded.expectedRuns && now.jobs === 0 };
 }

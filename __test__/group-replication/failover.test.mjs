@@ -44,6 +44,20 @@ const onHostList =
   (db) =>
     [0, 1, 2].map((p) => [0, 1].map((w) => ({ name: `p${p}w${w}`, url: hostList(gr.group, db, params) })));
 
+/**
+ * The drain each fault runs under (drain.mjs): 300 runs paced 20 ms apart, 3 × 2 workers on the
+ * host list, only errors of unknown outcome acceptable; `opts` adds the fault and overrides.
+ */
+const drain = (t, label, opts) =>
+  drainUnderFault(t, gr.group, {
+    label,
+    main: 300,
+    paceMs: 20,
+    processes: onHostList(),
+    acceptable: unknownOutcome,
+    ...opts,
+  });
+
 /** A secondary of the group now. */
 async function aSecondary() {
   const p = await gr.group.primary();
@@ -54,12 +68,7 @@ test(
   'the primary SIGKILLed, back outside its group for 5 s before it joins: no write reaches it',
   { skip, timeout: 300_000 },
   async (t) => {
-    await drainUnderFault(t, gr.group, {
-      label: 'gr_outside',
-      main: 300,
-      paceMs: 20,
-      processes: onHostList(),
-      acceptable: unknownOutcome,
+    await drain(t, 'gr_outside', {
       async fault(ctx) {
         await ctx.waitDone(0.2);
         const p = await gr.group.primary();
@@ -78,12 +87,7 @@ test(
   { skip, timeout: 300_000 },
   async (t) => {
     let waited;
-    await drainUnderFault(t, gr.group, {
-      label: 'gr_kill',
-      main: 300,
-      paceMs: 20,
-      processes: onHostList(),
-      acceptable: unknownOutcome,
+    await drain(t, 'gr_kill', {
       async fault(ctx) {
         await ctx.waitDone(0.2);
         const p = await gr.group.primary();
@@ -117,12 +121,7 @@ test(
   'commits held in flight (both secondaries frozen), then the primary SIGKILLed: none lost or done twice',
   { skip, timeout: 300_000 },
   async (t) => {
-    await drainUnderFault(t, gr.group, {
-      label: 'gr_inflight',
-      main: 300,
-      paceMs: 20,
-      processes: onHostList(),
-      acceptable: unknownOutcome,
+    await drain(t, 'gr_inflight', {
       async fault(ctx) {
         await ctx.waitDone(0.2);
         const p = await gr.group.primary();
@@ -145,13 +144,9 @@ test(
   'two planned switchovers mid-drain, the second without waiting for transactions',
   { skip, timeout: 300_000 },
   async (t) => {
-    await drainUnderFault(t, gr.group, {
-      label: 'gr_switch',
+    await drain(t, 'gr_switch', {
       // Enough runs that the second switchover still lands mid-drain with a release build.
       main: 600,
-      paceMs: 20,
-      processes: onHostList(),
-      acceptable: unknownOutcome,
       // Each demoted primary refuses what its pools' connections send next: 6 pools × 2.
       maxRefused: 2 * 12,
       async fault(ctx) {
@@ -172,12 +167,7 @@ test(
 );
 
 test('a secondary SIGKILLed mid-drain and restarted', { skip, timeout: 300_000 }, async (t) => {
-  await drainUnderFault(t, gr.group, {
-    label: 'gr_secondary',
-    main: 300,
-    paceMs: 20,
-    processes: onHostList(),
-    acceptable: unknownOutcome,
+  await drain(t, 'gr_secondary', {
     async fault(ctx) {
       await ctx.waitDone(0.2);
       const s = await aSecondary();
@@ -190,12 +180,9 @@ test('a secondary SIGKILLed mid-drain and restarted', { skip, timeout: 300_000 }
 });
 
 test('a rolling restart of all three members mid-drain', { skip, timeout: 400_000 }, async (t) => {
-  await drainUnderFault(t, gr.group, {
-    label: 'gr_rolling',
+  await drain(t, 'gr_rolling', {
     main: 600,
     paceMs: 40,
-    processes: onHostList(),
-    acceptable: unknownOutcome,
     deadlineMs: 240_000,
     async fault(ctx) {
       await ctx.waitDone(0.1);
@@ -213,14 +200,10 @@ test(
   'the primary cut off (SIGSTOP) until expelled, then SIGCONT: it rejoins by itself',
   { skip, timeout: 300_000 },
   async (t) => {
-    await drainUnderFault(t, gr.group, {
-      label: 'gr_freeze',
-      main: 300,
-      paceMs: 20,
+    await drain(t, 'gr_freeze', {
       // A statement sent to a member that stopped answering waits for queryTimeoutMs: a bound
       // shorter than the group's failover keeps the workers from waiting out the freeze.
       processes: onHostList('&queryTimeoutMs=4000'),
-      acceptable: unknownOutcome,
       // Thawed, the old primary refuses what the connections it had kept waiting send next.
       maxRefused: 12,
       async fault(ctx) {

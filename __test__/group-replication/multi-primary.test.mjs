@@ -20,11 +20,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import m from '../../index.js';
+import { claimUntilEmpty, workerPools } from '../galera/claim-loop.mjs';
 import { APP_USER, useGroup } from '../helpers/group-replication.mjs';
 import { RERUNS, conflictAfterReruns, drainUnderFault } from './drain.mjs';
 
 const { mysqlPool, applySchema, createMysqlBackend } = m;
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const JOBS = 1500; // per round
 const LIMITS = [1, 2, 4];
@@ -49,15 +49,7 @@ test(
   async (t) => {
     const { group } = gr;
     const db = await group.createDatabase('gr_mp_claims');
-    const pools = [];
-    t.after(async () => {
-      for (const p of pools) if (!p.closed) await p.close();
-    });
-    const pool = (url) => {
-      const p = mysqlPool(`${url}?connectionLimit=2&acquireTimeoutMs=20000`);
-      pools.push(p);
-      return p;
-    };
+    const pool = workerPools(t, mysqlPool);
     const setup = pool(`${group.members[0].url}${db.name}`);
     await applySchema(setup);
     const b1 = createMysqlBackend(setup);
@@ -85,44 +77,27 @@ test(
       const deadline = Date.now() + ROUND_DEADLINE_MS;
       const tr = Date.now();
       await Promise.all(
-        workers.map(async (wk) => {
-          const { queue } = wk.backend;
-          let empty = 0;
-          while (empty < 3 && Date.now() < deadline) {
-            let leases;
-            const retries0 = wk.sql.stats().deadlockRetries;
-            try {
-              leases = await queue.claim({ limit, leaseMs: LEASE_MS });
-            } catch (e) {
-              // A worker's calls run one at a time: its pool's re-runs since the call are this call's.
-              const reran = wk.sql.stats().deadlockRetries - retries0;
+        workers.map((wk) =>
+          claimUntilEmpty(wk, {
+            limit,
+            leaseMs: LEASE_MS,
+            deadline,
+            claimed(leases) {
+              round.leases += leases.length;
+              for (const lease of leases) claimsOf.set(lease.runId, [...(claimsOf.get(lease.runId) || []), wk.name]);
+            },
+            claimFailed(e, reran) {
               if (conflictAfterReruns({ errno: e.errno, message: e.message, reran })) exhausted++;
               else errors.push(`${wk.name} claim (re-run ${reran} times): ${e.errno ?? e.code} ${e.message}`);
-              await sleep(20);
-              continue;
-            }
-            if (leases.length === 0) {
-              empty++;
-              await sleep(30);
-              continue;
-            }
-            empty = 0;
-            round.leases += leases.length;
-            for (const lease of leases) claimsOf.set(lease.runId, [...(claimsOf.get(lease.runId) || []), wk.name]);
-            for (const lease of leases) {
-              try {
-                await queue.heartbeat(lease, { leaseMs: LEASE_MS });
-              } catch (e) {
-                heartbeatFailures.push(`${wk.name} ${lease.runId}: ${e.message}`);
-              }
-              try {
-                await queue.ack(lease);
-              } catch (e) {
-                errors.push(`${wk.name} ack: ${e.errno ?? e.code} ${e.message}`);
-              }
-            }
-          }
-        }),
+            },
+            heartbeatFailed(lease, e) {
+              heartbeatFailures.push(`${wk.name} ${lease.runId}: ${e.message}`);
+            },
+            ackFailed(e) {
+              errors.push(`${wk.name} ack: ${e.errno ?? e.code} ${e.message}`);
+            },
+          }),
+        ),
       );
       round.ms = Date.now() - tr;
       round.retries = workers.reduce((n, wk) => n + wk.sql.stats().deadlockRetries, 0) - retries0;

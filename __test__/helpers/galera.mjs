@@ -32,7 +32,7 @@
 // ours. As root, the servers run as `mysql` (see runUser). GALERA_KEEP=1 keeps the directories
 // (error logs, my.cnf) after the cluster is gone, for a post-mortem.
 
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -40,8 +40,9 @@ import path from 'node:path';
 
 import { after, before } from 'node:test';
 import mysql from 'mysql2/promise';
+import { adminQuery, dropConn, killMember, launchMember, running } from './cluster-member.mjs';
 import { killOnExit } from './exit-hooks.mjs';
-import { isRoot, readTail, serverBinaries, tempBase, which, within } from './server-tools.mjs';
+import { isRoot, readTail, serverBinaries, startWatchdog, tempBase, which, within } from './server-tools.mjs';
 
 export const GALERA_PROVIDER = process.env.GALERA_PROVIDER || '/usr/lib/galera/libgalera_smm.so';
 
@@ -194,54 +195,6 @@ function nodeConfig(c, n) {
   return lines.join('\n') + '\n';
 }
 
-// Detached watchdog: if the parent dies without cleaning up (SIGKILL, OOM…), kill the process
-// group of every server whose pid is in <dir>/<node>/server.pid (the group also holds a running
-// SST script and its rsync daemon) and remove <dir>.
-const WATCHDOG_SRC = `
-const fs = require('fs');
-const path = require('path');
-const [parent, dir] = process.argv.slice(1);
-function alive(pid) { try { process.kill(pid, 0); return true; } catch (e) { return e.code === 'EPERM'; } }
-setInterval(() => {
-  if (!fs.existsSync(dir)) process.exit(0);
-  if (alive(Number(parent))) return;
-  let names = [];
-  try { names = fs.readdirSync(dir); } catch {}
-  for (const name of names) {
-    try {
-      const pid = Number(fs.readFileSync(path.join(dir, name, 'server.pid'), 'utf8'));
-      if (pid > 0) { try { process.kill(-pid, 'SIGKILL'); } catch {} try { process.kill(pid, 'SIGKILL'); } catch {} }
-    } catch {}
-  }
-  setTimeout(() => { try { fs.rmSync(dir, { recursive: true, force: true }); } catch {} process.exit(0); }, 500);
-}, 500);
-`;
-
-/** Forget (and destroy) the node's cached admin connection, before the node goes away. */
-function dropConn(n) {
-  const conn = n.conn;
-  n.conn = null;
-  if (conn)
-    try {
-      conn.destroy();
-    } catch {}
-}
-
-function running(n) {
-  return n.proc && n.proc.exitCode === null && n.proc.signalCode === null;
-}
-
-/** SIGKILL a node's process group (mariadbd, and an SST script with its rsync daemon). */
-function killNode(n) {
-  if (!n.proc) return;
-  try {
-    process.kill(-n.proc.pid, 'SIGKILL');
-  } catch {}
-  try {
-    process.kill(n.proc.pid, 'SIGKILL');
-  } catch {}
-}
-
 function killClusterSync(c) {
   live.delete(c);
   for (const n of c.nodes) {
@@ -250,7 +203,7 @@ function killClusterSync(c) {
         n.conn.destroy();
       } catch {}
     n.conn = null;
-    killNode(n);
+    killMember(n);
   }
   if (c.watchdog)
     try {
@@ -307,80 +260,20 @@ function failure(n, why) {
 
 /** Spawn one node's mariadbd; resolves once it accepts a root connection (a joiner: after its SST). */
 async function launch(c, n, bins, { bootstrap = false } = {}) {
-  const args = [`--defaults-file=${n.cnf}`, ...(bootstrap ? ['--wsrep-new-cluster'] : [])];
-  const proc = spawn(bins.mariadbd, args, {
-    // Own process group: a Ctrl-C must not reach the server first, and killing the group also
-    // ends an SST script and its rsync daemon.
-    detached: true,
-    stdio: ['ignore', 'ignore', 'pipe'],
+  await launchMember(n, {
+    bin: bins.mariadbd,
+    args: [`--defaults-file=${n.cnf}`, ...(bootstrap ? ['--wsrep-new-cluster'] : [])],
     // The SST scripts are found on the PATH, my_print_defaults too.
     env: { ...process.env, PATH: `${process.env.PATH || ''}:/usr/bin:/usr/sbin:/bin` },
+    connect: connectNode,
+    failure,
+    what: 'mariadbd',
+    readyTimeoutMs: READY_TIMEOUT_MS,
+    pollMs: 100,
   });
-  n.stderr = '';
-  proc.stderr.on('data', (d) => {
-    n.stderr = (n.stderr + d).slice(-4000);
-  });
-  proc.unref();
-  proc.stderr.unref?.();
-  n.proc = proc;
-  n.exited = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
-  let exitedEarly = null;
-  n.exited.then((x) => {
-    exitedEarly = x;
-  });
-  proc.once('error', (e) => {
-    exitedEarly = { error: e };
-  });
-  fs.writeFileSync(path.join(n.dir, 'server.pid'), String(proc.pid ?? ''));
-
-  const deadline = Date.now() + READY_TIMEOUT_MS;
-  let lastErr;
-  while (Date.now() < deadline && !exitedEarly) {
-    try {
-      const conn = await connectNode(n);
-      await conn.end();
-      return;
-    } catch (e) {
-      lastErr = e;
-    }
-    await sleep(100);
-  }
-  if (!exitedEarly) {
-    killNode(n);
-    await within(n.exited, 5000);
-  }
-  throw failure(
-    n,
-    exitedEarly
-      ? `mariadbd exited early (${exitedEarly.error ? exitedEarly.error.message : `code ${exitedEarly.code}, signal ${exitedEarly.signal}`})`
-      : `mariadbd did not accept connections within ${READY_TIMEOUT_MS / 1000}s (last error: ${lastErr && lastErr.message})`,
-  );
 }
 
-async function nodeQuery(n, sql, params) {
-  if (!n.conn) {
-    const conn = await connectNode(n, 5000);
-    // An idle admin connection must not keep the test process alive.
-    conn.connection.stream?.unref?.();
-    conn.on('error', () => {
-      if (n.conn === conn) n.conn = null;
-    });
-    n.conn = conn;
-  }
-  const conn = n.conn;
-  // Ref'd while any query is in flight (several may share the connection), unref'd when idle.
-  conn.inFlight = (conn.inFlight || 0) + 1;
-  conn.connection.stream?.ref?.();
-  try {
-    const [rows] = await conn.query(sql, params);
-    return rows;
-  } catch (e) {
-    if (e && e.fatal) n.conn = null;
-    throw e;
-  } finally {
-    if (--conn.inFlight === 0) conn.connection.stream?.unref?.();
-  }
-}
+const nodeQuery = (n, sql, params) => adminQuery(n, connectNode, sql, params);
 
 async function statusOf(n, names) {
   const rows = await nodeQuery(n, `SHOW GLOBAL STATUS WHERE Variable_name IN (?)`, [names]);
@@ -453,11 +346,7 @@ async function startOnce(size, extraOptions, bins) {
   live.add(c);
   const phases = {};
   try {
-    c.watchdog = spawn(process.execPath, ['-e', WATCHDOG_SRC, String(process.pid), dir], {
-      detached: true,
-      stdio: 'ignore',
-    });
-    c.watchdog.unref();
+    c.watchdog = startWatchdog(dir);
 
     const ports = await freePorts(4 * size);
     for (let k = 0; k < size; k++) {
@@ -546,7 +435,7 @@ async function startOnce(size, extraOptions, bins) {
       /** SIGKILL this node (a crash); resolves once it has exited. */
       async kill() {
         dropConn(n);
-        killNode(n);
+        killMember(n);
         if (!(await within(n.exited, STOP_TIMEOUT_MS))) throw failure(n, 'did not exit after SIGKILL');
       },
       /** A clean shutdown (SIGTERM, as before an upgrade): the node leaves the cluster first. */
@@ -658,7 +547,7 @@ async function startOnce(size, extraOptions, bins) {
       await Promise.all(
         c.nodes.map(async (n) => {
           if (!running(n)) return;
-          killNode(n);
+          killMember(n);
           await within(n.exited, STOP_TIMEOUT_MS);
         }),
       );

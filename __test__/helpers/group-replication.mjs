@@ -35,17 +35,17 @@
 // member that stops answering is expelled once its 5 s suspicion period ends (the server's fixed
 // detection time), and then a new primary is elected.
 
-import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
 import { after, before } from 'node:test';
 import mysql from 'mysql2/promise';
+import { adminQuery, dropConn, killMember, launchMember, running } from './cluster-member.mjs';
 import { killOnExit } from './exit-hooks.mjs';
 import { freePorts } from './galera.mjs';
 import { mysqlKind, mysqlPrefix } from './mysql.mjs';
-import { readTail, tempBase, within } from './server-tools.mjs';
+import { readTail, startWatchdog, tempBase, within } from './server-tools.mjs';
 
 const READY_TIMEOUT_MS = 60_000; // per member: until it accepts a root connection
 const ONLINE_TIMEOUT_MS = 90_000; // until every member is ONLINE (a joiner's recovery included)
@@ -79,50 +79,8 @@ export function groupReplicationSkip() {
   return why;
 }
 
-// Detached watchdog: if the parent dies without cleaning up, SIGKILL every member whose pid is in
-// <dir>/<member>/server.pid (a SIGSTOPped one too) and remove <dir>.
-const WATCHDOG_SRC = `
-const fs = require('fs');
-const path = require('path');
-const [parent, dir] = process.argv.slice(1);
-function alive(pid) { try { process.kill(pid, 0); return true; } catch (e) { return e.code === 'EPERM'; } }
-setInterval(() => {
-  if (!fs.existsSync(dir)) process.exit(0);
-  if (alive(Number(parent))) return;
-  let names = [];
-  try { names = fs.readdirSync(dir); } catch {}
-  for (const name of names) {
-    try {
-      const pid = Number(fs.readFileSync(path.join(dir, name, 'server.pid'), 'utf8'));
-      if (pid > 0) { try { process.kill(pid, 'SIGKILL'); } catch {} }
-    } catch {}
-  }
-  setTimeout(() => { try { fs.rmSync(dir, { recursive: true, force: true }); } catch {} process.exit(0); }, 500);
-}, 500);
-`;
-
-function running(m) {
-  return m.proc && m.proc.exitCode === null && m.proc.signalCode === null;
-}
-
 /** Running and not frozen: a member that can answer a query. */
 const answering = (m) => running(m) && !m.frozen;
-
-function dropConn(m) {
-  const conn = m.conn;
-  m.conn = null;
-  if (conn)
-    try {
-      conn.destroy();
-    } catch {}
-}
-
-function killMember(m) {
-  if (!m.proc) return;
-  try {
-    process.kill(m.proc.pid, 'SIGKILL');
-  } catch {}
-}
 
 function killGroupSync(g) {
   live.delete(g);
@@ -196,75 +154,18 @@ async function launch(g, m, opts) {
     fs.rmSync(m.errLog, { force: true });
   } catch {}
   const [bin, ...pre] = g.kind.command();
-  const proc = spawn(bin, [...pre, ...memberArgs(g, m, opts)], {
-    detached: true,
-    stdio: ['ignore', 'ignore', 'pipe'],
+  await launchMember(m, {
+    bin,
+    args: [...pre, ...memberArgs(g, m, opts)],
+    connect: connectMember,
+    failure,
+    what: 'mysqld',
+    readyTimeoutMs: READY_TIMEOUT_MS,
   });
-  m.stderr = '';
-  proc.stderr.on('data', (d) => {
-    m.stderr = (m.stderr + d).slice(-4000);
-  });
-  proc.unref();
-  proc.stderr.unref?.();
-  m.proc = proc;
-  m.frozen = false;
-  m.exited = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
-  let exitedEarly = null;
-  m.exited.then((x) => {
-    exitedEarly = x;
-  });
-  proc.once('error', (e) => {
-    exitedEarly = { error: e };
-  });
-  fs.writeFileSync(path.join(m.dir, 'server.pid'), String(proc.pid ?? ''));
-  const deadline = Date.now() + READY_TIMEOUT_MS;
-  let lastErr;
-  while (Date.now() < deadline && !exitedEarly) {
-    try {
-      const conn = await connectMember(m);
-      await conn.end();
-      return;
-    } catch (e) {
-      lastErr = e;
-    }
-    await sleep(50);
-  }
-  if (!exitedEarly) {
-    killMember(m);
-    await within(m.exited, 5000);
-  }
-  throw failure(
-    m,
-    exitedEarly
-      ? `mysqld exited early (${exitedEarly.error ? exitedEarly.error.message : `code ${exitedEarly.code}, signal ${exitedEarly.signal}`})`
-      : `mysqld did not accept connections within ${READY_TIMEOUT_MS / 1000}s (last error: ${lastErr && lastErr.message})`,
-  );
 }
 
-async function memberQuery(m, sql, params) {
-  if (!m.conn) {
-    const conn = await connectMember(m, 5000);
-    conn.connection.stream?.unref?.();
-    conn.on('error', () => {
-      if (m.conn === conn) m.conn = null;
-    });
-    m.conn = conn;
-  }
-  const conn = m.conn;
-  conn.inFlight = (conn.inFlight || 0) + 1;
-  conn.connection.stream?.ref?.();
-  try {
-    const [rows] = await conn.query(sql, params);
-    return rows;
-  } catch (e) {
-    if (e && e.fatal) m.conn = null;
-    throw e;
-  } finally {
-    if (--conn.inFlight === 0) conn.connection.stream?.unref?.();
-  }
-}
+const memberQuery = (m, sql, params) => adminQuery(m, connectMember, sql, params);
 
-/** What member `m` says of itself and its group (performance_schema): see `facts()` below. */
 async function memberFacts(m) {
   const rows = await memberQuery(
     m,
@@ -399,11 +300,7 @@ async function startOnce(size, mode, extraArgs) {
   live.add(g);
   const phases = {};
   try {
-    g.watchdog = spawn(process.execPath, ['-e', WATCHDOG_SRC, String(process.pid), dir], {
-      detached: true,
-      stdio: 'ignore',
-    });
-    g.watchdog.unref();
+    g.watchdog = startWatchdog(dir);
     const ports = await freePorts(2 * size);
     for (let k = 0; k < size; k++) {
       const mdir = path.join(dir, `m${k + 1}`);

@@ -23,7 +23,7 @@ import path from 'node:path';
 
 import mysql from 'mysql2/promise';
 import { killOnExit } from './exit-hooks.mjs';
-import { readTail, tempBase, within } from './server-tools.mjs';
+import { readTail, startWatchdog, tempBase, within } from './server-tools.mjs';
 
 /** The user with a password every private server has (ALL PRIVILEGES on *.*), for auth tests. */
 export const PASSWORD_USER = Object.freeze({ user: 'iterflow', password: 's3cret-pw' });
@@ -47,21 +47,6 @@ export function freePort() {
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-// Detached watchdog: if the parent dies without cleaning up (SIGKILL, OOM…),
-// kill the server whose pid is in <dir>/server.pid and remove <dir>.
-const WATCHDOG_SRC = `
-const fs = require('fs');
-const [parent, dir] = process.argv.slice(1);
-const pidFile = require('path').join(dir, 'server.pid');
-function alive(pid) { try { process.kill(pid, 0); return true; } catch (e) { return e.code === 'EPERM'; } }
-setInterval(() => {
-  if (!fs.existsSync(dir)) process.exit(0);
-  if (alive(Number(parent))) return;
-  try { process.kill(Number(fs.readFileSync(pidFile, 'utf8')), 'SIGKILL'); } catch {}
-  setTimeout(() => { try { fs.rmSync(dir, { recursive: true, force: true }); } catch {} process.exit(0); }, 300);
-}, 500);
-`;
 
 function killSync(s) {
   live.delete(s);
@@ -186,11 +171,7 @@ export async function launchPrivateServer(kind, opts = {}) {
   killOnExit(live, killSync);
   live.add(s);
   try {
-    s.watchdog = spawn(process.execPath, ['-e', WATCHDOG_SRC, String(process.pid), dir], {
-      detached: true,
-      stdio: 'ignore',
-    });
-    s.watchdog.unref();
+    s.watchdog = startWatchdog(dir);
 
     kind.init(s);
 

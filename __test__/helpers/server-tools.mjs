@@ -1,5 +1,6 @@
-// Small tools both server harnesses (mariadb.mjs: one server, galera.mjs: a cluster) use to find
-// the server binaries, place datadirs and report failures.
+// Small tools the server harnesses (one server, a Galera cluster, a Group Replication group) use to
+// find the server binaries, place datadirs, report failures and clean up after a killed test.
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -65,4 +66,39 @@ export function readTail(file, max = 8000) {
 
 export function isRoot() {
   return typeof process.getuid === 'function' && process.getuid() === 0;
+}
+
+// Detached watchdog: if the test process dies without cleaning up (SIGKILL, OOM…), SIGKILL every
+// server whose pid is in <dir>/server.pid or <dir>/<member>/server.pid (its process group too: a
+// Galera SST script and its rsync daemon; a SIGSTOPped server dies as well) and remove <dir>.
+const WATCHDOG_SRC = `
+const fs = require('fs');
+const path = require('path');
+const [parent, dir] = process.argv.slice(1);
+function alive(pid) { try { process.kill(pid, 0); return true; } catch (e) { return e.code === 'EPERM'; } }
+function kill(pidFile) {
+  try {
+    const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+    if (pid > 0) { try { process.kill(-pid, 'SIGKILL'); } catch {} try { process.kill(pid, 'SIGKILL'); } catch {} }
+  } catch {}
+}
+setInterval(() => {
+  if (!fs.existsSync(dir)) process.exit(0);
+  if (alive(Number(parent))) return;
+  kill(path.join(dir, 'server.pid'));
+  let names = [];
+  try { names = fs.readdirSync(dir); } catch {}
+  for (const name of names) kill(path.join(dir, name, 'server.pid'));
+  setTimeout(() => { try { fs.rmSync(dir, { recursive: true, force: true }); } catch {} process.exit(0); }, 500);
+}, 500);
+`;
+
+/** Starts the watchdog over the directory `dir`; the caller SIGKILLs it on a clean stop. */
+export function startWatchdog(dir) {
+  const watchdog = spawn(process.execPath, ['-e', WATCHDOG_SRC, String(process.pid), dir], {
+    detached: true,
+    stdio: 'ignore',
+  });
+  watchdog.unref();
+  return watchdog;
 }

@@ -1,12 +1,12 @@
 // examples/run.mjs, run as users run it (`npm run example`), against a fresh database.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { closeAdmin, freshDatabase } from '../helpers/db.mjs';
+import { closedPort } from '../helpers/sockets.mjs';
 
 after(closeAdmin);
 
@@ -96,18 +96,6 @@ test('examples/run.mjs: an unreachable server, a malformed URL and a missing dat
     new RegExp(`^example failed: a call failed on 127\\.0\\.0\\.1:\\d+/${db.database}: .*${db.database}`),
   );
 });
-
-/** A loopback port nothing listens on. */
-function closedPort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** Starts examples/<file>; `until(re)` resolves once its stdout matches, `exited` when it ends. */
 function startExample(file, env, timeoutMs = 90_000) {

@@ -6,13 +6,13 @@
 // own; everything else runs on the shared one, in this file's database.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import mysql from 'mysql2/promise';
 import { adminQuery, closeAdmin, freshDatabase, uniqueName, urlWithDatabase } from '../helpers/db.mjs';
 import { onMysql, startPrivateServer, processList } from '../helpers/server.mjs';
 import { deferred } from '../sql/helpers.mjs';
 import m from '../../index.js';
 import v3 from '../../v3.js';
+import { closedPort } from '../helpers/sockets.mjs';
 
 const { mysqlClassify, mysqlPool } = m;
 
@@ -143,18 +143,6 @@ async function lockWait(d) {
   }
 }
 
-/** A TCP port on loopback that nobody listens on. */
-function deadPort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 // [label, expected errno (undefined: not a server error), class, how to produce it]
 const CASES = [
   ['syntax', 1064, 'permanent', (d) => errorOf(() => d.query('SELEC 1'))],
@@ -198,7 +186,7 @@ const CASES = [
     'connection refused',
     undefined,
     'transient',
-    async (d) => errorOf(async () => d.connect(`mysql://root@127.0.0.1:${await deadPort()}/x`)),
+    async (d) => errorOf(async () => d.connect(`mysql://root@127.0.0.1:${await closedPort()}/x`)),
   ],
 ];
 

@@ -5,7 +5,6 @@
 // required but not offered is a permanent configuration error, on each server.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -13,35 +12,10 @@ import mysql from 'mysql2/promise';
 
 import { onMysql, startPrivateServer } from '../helpers/server.mjs';
 import { m, mysqlPool, server, useDatabase, within } from './helpers.mjs';
+import { blackhole, closedPort } from '../helpers/sockets.mjs';
 
 const { createMysqlBackend, mysqlClassify } = m;
 const ctx = useDatabase('sql_connect_errors');
-
-/** A port on 127.0.0.1 that nothing listens on. */
-async function closedPort() {
-  const srv = net.createServer();
-  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
-  const { port } = srv.address();
-  await new Promise((r) => srv.close(r));
-  return port;
-}
-
-/** A local TCP server that accepts connections and never answers. */
-async function blackhole() {
-  const sockets = new Set();
-  const srv = net.createServer((s) => {
-    sockets.add(s);
-    s.on('error', () => {});
-  });
-  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
-  return {
-    port: srv.address().port,
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise((r) => srv.close(r));
-    },
-  };
-}
 
 /** No driver wording in a message. */
 function assertNodeLike(e) {

@@ -7,7 +7,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
 import util from 'node:util';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +17,7 @@ import { adminQuery } from '../helpers/db.mjs';
 import { onMysql, serverWithoutTls } from '../helpers/server.mjs';
 import { PASSWORD_USER, mysqlPool, server, useDatabase, within } from './helpers.mjs';
 import { processList } from '../helpers/server.mjs';
+import { blackhole, closedPort } from '../helpers/sockets.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const FIXTURE = path.join(here, 'fixtures', 'pool-exit.mjs');
@@ -72,36 +72,6 @@ function userUrl(user, password, query = '') {
   u.password = password;
   u.pathname = `/${ctx.db.database}`;
   return u.toString() + query;
-}
-
-/** A port on 127.0.0.1 that nothing listens on (bound, then released). */
-async function closedPort() {
-  const srv = net.createServer();
-  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
-  const { port } = srv.address();
-  await new Promise((r) => srv.close(r));
-  return port;
-}
-
-/** A local TCP server that accepts connections and never sends a byte. */
-async function blackhole() {
-  const sockets = new Set();
-  let total = 0;
-  const srv = net.createServer((s) => {
-    total += 1;
-    sockets.add(s);
-    s.on('error', () => {});
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
-  return {
-    port: srv.address().port,
-    accepted: () => total,
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise((r) => srv.close(r));
-    },
-  };
 }
 
 const WRONG = 'Wr0ng-Secret-Pw-42';
@@ -467,20 +437,5 @@ test('sslmode=REQUIRED against a server without TLS rejects clearly on the first
   } finally {
     for (const sql of pools) await sql.close();
     await bare.stop();
-  }
-});
-
-test('sslmode=REQUIRED against a server that offers TLS encrypts (the private MySQL does)', async (t) => {
-  const sql = mysqlPool(`${ctx.db.url}?sslmode=REQUIRED`);
-  try {
-    if (onMysql()) {
-      const [{ Value: cipher }] = await sql.query("SHOW SESSION STATUS LIKE 'Ssl_cipher'");
-      assert.ok(cipher, 'a TLS cipher is in use');
-    } else {
-      t.diagnostic('the private MariaDB offers no TLS: the test above is its case');
-      await assert.rejects(sql.query('SELECT 1'), (e) => e.code === 'HANDSHAKE_NO_SSL_SUPPORT');
-    }
-  } finally {
-    await sql.close();
   }
 });

@@ -15,6 +15,7 @@ import mysql from 'mysql2/promise';
 
 import { onMysql } from '../helpers/server.mjs';
 import { PASSWORD_USER, mysqlPool, server, useDatabase, within } from './helpers.mjs';
+import { blackhole } from '../helpers/sockets.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const ctx = useDatabase('sql_options');
@@ -192,23 +193,6 @@ test('uri is read as the URL: its host, port, user, password and database', asyn
     await other.close();
   }
 });
-
-/** A local TCP server that accepts connections and never answers. */
-async function blackhole() {
-  const sockets = new Set();
-  const srv = net.createServer((s) => {
-    sockets.add(s);
-    s.on('error', () => {});
-  });
-  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
-  return {
-    port: srv.address().port,
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise((r) => srv.close(r));
-    },
-  };
-}
 
 test('connectTimeout bounds connecting, as acquireTimeoutMs', async () => {
   const hole = await blackhole();
