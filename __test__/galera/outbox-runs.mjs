@@ -124,6 +124,12 @@ export async function drive(backend, lease, onDone) {
  * token }] per acknowledged terminal write; `leasesOf`: runId -> [{ worker, at, expiresAt }] per
  * successful claim (a claim returned before an earlier lease's expiry is a double lease).
  */
+/** A worker's acknowledged terminal write, with when it came against its lease's end when known. */
+const doneAt = (d) =>
+  d.at === undefined
+    ? d.worker
+    : `${d.worker} (at ${d.at}, ${d.at <= d.expiresAt ? 'within' : 'AFTER'} its lease to ${d.expiresAt})`;
+
 export async function judge(q, seeded, doneBy, leasesOf) {
   const rows = await q('SELECT id, name, status, output, parent_run_id AS parent FROM `T.run`');
   const runs = new Map(rows.map((r) => [r.id, r]));
@@ -142,9 +148,17 @@ export async function judge(q, seeded, doneBy, leasesOf) {
         doubleLeases.push(`${runs.get(id)?.name} ${id} by ${live.map((l) => l.worker).join('+')}+${list[k].worker}`);
     }
   }
+  // A worker that outlives its lease (its calls held up past the lease's end, no heartbeat) may
+  // finish a run that another worker claimed after the lease expired: the contract's own
+  // at-least-once, which core prevents by heartbeating. Done twice is a fault when two terminal
+  // writes were each acknowledged within their own lease; the others are counted apart.
+  const withinLease = (d) => d.at === undefined || d.at <= d.expiresAt;
   const doneTwice = [...doneBy]
-    .filter(([, l]) => l.length > 1)
-    .map(([id, l]) => `${runs.get(id)?.name} ${id} by ${l.map((d) => d.worker).join('+')}`);
+    .filter(([, l]) => l.filter(withinLease).length > 1)
+    .map(([id, l]) => `${runs.get(id)?.name} ${id} by ${l.map(doneAt).join('+')}`);
+  const donePastLease = [...doneBy]
+    .filter(([, l]) => l.length > 1 && l.filter(withinLease).length <= 1)
+    .map(([id, l]) => `${runs.get(id)?.name} ${id} by ${l.map(doneAt).join('+')}`);
   const wrongOutput = [...doneBy]
     .filter(([id, l]) => l.length === 1 && JSON.parse(runs.get(id)?.output ?? 'null')?.token !== l[0].token)
     .map(([id]) => id);
@@ -175,6 +189,7 @@ export async function judge(q, seeded, doneBy, leasesOf) {
     notDone,
     doubleLeases,
     doneTwice,
+    donePastLease,
     wrongOutput,
     neverDone,
     badSteps,

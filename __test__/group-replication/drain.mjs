@@ -193,7 +193,10 @@ export async function drainUnderFault(
           { worker: msg.worker, at: msg.at, expiresAt: l.expiresAt },
         ]);
     } else if (msg.type === 'done') {
-      doneBy.set(msg.runId, [...(doneBy.get(msg.runId) || []), { worker: msg.worker, token: msg.token }]);
+      doneBy.set(msg.runId, [
+        ...(doneBy.get(msg.runId) || []),
+        { worker: msg.worker, token: msg.token, at: msg.at, expiresAt: msg.expiresAt },
+      ]);
     } else if (msg.type === 'error') {
       errors.push(msg);
       // A terminal write whose answer was lost, or whose member could not finish its commit with
@@ -253,7 +256,10 @@ export async function drainUnderFault(
     const k = e.kind === 'connection' ? 'connection' : `${e.kind} ${e.errno ?? e.code ?? ''}`.trim();
     byKind[k] = (byKind[k] || 0) + 1;
   }
-  const unexpected = errors.filter((e) => !acceptable(e));
+  // A worker held past its lease finds the run finished by the next holder: the contract refuses
+  // its late write (see judge's donePastLease).
+  const lateRefusals = errors.filter((e) => e.afterLease && e.kind === 'contract');
+  const unexpected = errors.filter((e) => !acceptable(e) && !lateRefusals.includes(e));
   const failovers = faults.map((f) => {
     const c = claims.find((c) => c.sentAt > f.at);
     const off = claims.find((c) => c.sentAt > f.at && c.port !== undefined && c.port !== f.port);
@@ -273,6 +279,7 @@ export async function drainUnderFault(
     `${label}: ${seeded.expectedRuns} runs, ${summaries.length} workers in ${children.length} processes, lease ${leaseMs / 1000} s; ` +
     (faults.length ? `fault to first claim: ${failText}; ` : '') +
     `leased twice ${out.doubleLeases.length}, done twice ${out.doneTwice.length}, not done ${out.notDone.length}, ` +
+    `done again by a worker past its lease ${out.donePastLease.length} (its late writes refused ${lateRefusals.length}), ` +
     `wrong steps ${out.badSteps.length}, outbox rows missing ${out.missingOutbox.length}; ` +
     `errors that reached a worker ${errors.length} ${JSON.stringify(byKind)}, ${retries} re-runs inside the package; ` +
     `terminal writes of unknown outcome ${terminalUnknown.size} (applied ${out.neverDone.length}); ` +
@@ -282,6 +289,7 @@ export async function drainUnderFault(
     `checksums ${differing.length ? `DIFFER in ${differing.join(', ')}` : 'identical on every member'}; drain ${drainMs} ms`;
   t.diagnostic(summary);
   console.log(`# ${summary}`);
+  if (out.donePastLease.length) t.diagnostic(`done again past a lease: ${out.donePastLease.slice(0, 5).join(' | ')}`);
   if (errors.length)
     t.diagnostic(
       `first errors: ${errors

@@ -96,12 +96,12 @@ async function loop(wk) {
     for (const lease of leases) {
       try {
         const r = await drive(wk.backend, lease, (runId, token) =>
-          send({ type: 'done', worker: wk.name, runId, token }),
+          send({ type: 'done', worker: wk.name, runId, token, at: Date.now(), expiresAt: lease.expiresAt.getTime() }),
         );
         if (r === 'done') wk.driven++;
       } catch (e) {
         // The lease is abandoned: it expires and the run is claimed again (as in core).
-        send(failure(wk, e.where, e, lease.runId));
+        send({ ...failure(wk, e.where, e, lease.runId), afterLease: Date.now() > lease.expiresAt.getTime() });
         await sleep(50);
       }
       if (paceMs) await sleep(paceMs);
