@@ -87,9 +87,12 @@ export function flowScenarios() {
       },
       verify: async (impl, ctx, n) => {
         await verifyFlow(impl, d.flow, n);
-        // Every sleep parked on the durable timer and was woken by dueBatch, once.
-        if (d.flow === 'sleep' && ctx.info.due !== n) {
-          throw new Error(`flow sleep (${impl.name}): dueBatch fired ${ctx.info.due} timers for ${n} runs`);
+        // Every sleep that parked on the durable timer was woken by dueBatch, once. A sleep whose
+        // checkpoint came back after its 100 ms had passed does not park (the engine goes on at
+        // once, as core does), so the count is of parks, not of runs.
+        const parked = ctx.info.results?.sleep ?? 0;
+        if (d.flow === 'sleep' && ctx.info.due !== parked) {
+          throw new Error(`flow sleep (${impl.name}): dueBatch fired ${ctx.info.due} timers for ${parked} parked sleeps`);
         }
       },
       teardown: async (impl, ctx) => {
