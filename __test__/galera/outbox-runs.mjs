@@ -118,18 +118,18 @@ export async function drive(backend, lease, onDone) {
   }
 }
 
-/**
- * What the drain left behind, read through `q(sql)` (`T.run` names the table in the test
- * database; reads must not lag): every list should be empty. `doneBy`: runId -> [{ worker,
- * token }] per acknowledged terminal write; `leasesOf`: runId -> [{ worker, at, expiresAt }] per
- * successful claim (a claim returned before an earlier lease's expiry is a double lease).
- */
 /** A worker's acknowledged terminal write, with when it came against its lease's end when known. */
 const doneAt = (d) =>
   d.at === undefined
     ? d.worker
     : `${d.worker} (at ${d.at}, ${d.at <= d.expiresAt ? 'within' : 'AFTER'} its lease to ${d.expiresAt})`;
 
+/**
+ * What the drain left behind, read through `q(sql)` (`T.run` names the table in the test
+ * database; reads must not lag): every list should be empty. `doneBy`: runId -> [{ worker,
+ * token }] per acknowledged terminal write; `leasesOf`: runId -> [{ worker, at, expiresAt }] per
+ * successful claim (a claim returned before an earlier lease's expiry is a double lease).
+ */
 export async function judge(q, seeded, doneBy, leasesOf) {
   const rows = await q('SELECT id, name, status, output, parent_run_id AS parent FROM `T.run`');
   const runs = new Map(rows.map((r) => [r.id, r]));
