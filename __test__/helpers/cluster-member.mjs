@@ -1,8 +1,7 @@
 // One server process of a private cluster on loopback (a Galera node in galera.mjs, a Group
 // Replication member in group-replication.mjs): its start and wait for readiness, its cached admin
-// connection and its kill. A member
-// is a plain object the cluster harness owns; this module reads and sets `proc`, `conn`, `stderr`,
-// `exited`, `frozen` and `dir` on it.
+// connection and its kill. A member is a plain object the cluster harness owns; this module reads
+// and sets `proc`, `conn`, `stderr`, `exited`, `frozen` and `dir` on it.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
