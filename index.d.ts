@@ -171,9 +171,27 @@ export interface PoolStats {
   /**
    * Each host of the pool in list order (one for a single-host pool): `healthy`, or `aside`
    * (after `reason`, tried again after a backoff); `since` = when it entered that state, ms
-   * since the epoch.
+   * since the epoch. `group`: what a Group Replication member said at its last probe (multi-host
+   * pools only) — its state and role, the group's primary and whether the pool lists it, how
+   * many members its view holds and how many are ONLINE, and its view id (`<fixed>:<counter>`).
    */
-  hosts: Array<{ host: string; port: number; state: 'healthy' | 'aside'; reason?: string; since: number }>;
+  hosts: Array<{
+    host: string;
+    port: number;
+    state: 'healthy' | 'aside';
+    reason?: string;
+    since: number;
+    group?: {
+      state: string;
+      role: string;
+      singlePrimary: boolean;
+      primary?: string;
+      primaryListed?: boolean;
+      members: number;
+      online: number;
+      view?: string;
+    };
+  }>;
   /** Per port method called at least once (native backends on this pool). */
   methods: Record<
     string,

@@ -18,6 +18,8 @@
 //   (e) a rolling restart, each member in turn shut down cleanly and started again;
 //   (f) the primary cut off (SIGSTOP) until the group has expelled it, then SIGCONT: it finds
 //       itself expelled and rejoins (auto-rejoin).
+//   (f') the moment right after (f)'s SIGCONT, when the old primary still names itself ONLINE
+//       PRIMARY in its old view: no pool that saw the group's newer view reads from it;
 //   (g) an account that may not read performance_schema (its probe sees only read_only): its
 //       pool still writes only to the primary, through a switchover.
 // Each of (a)–(f) asserts (drain.mjs): runs lost 0, done twice 0, outboxes partial 0, leased twice 0, the
@@ -29,7 +31,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import m from '../../index.js';
-import { useGroup } from '../helpers/group-replication.mjs';
+import { APP_USER, useGroup } from '../helpers/group-replication.mjs';
 import { drainUnderFault, foreignGtids, hostList, unknownOutcome } from './drain.mjs';
 
 const { mysqlPool } = m;
@@ -218,6 +220,71 @@ test(
         await gr.group.waitOnline();
       },
     });
+  },
+);
+
+test(
+  'a primary back from a freeze still names itself primary in its old view: a pool that saw the newer view sends it nothing',
+  { skip, timeout: 180_000 },
+  async () => {
+    const { group } = gr;
+    const db = await group.createDatabase('gr_stale');
+    const p = await group.primary();
+    await p.query(`CREATE TABLE \`${db.name}\`.kv (k INT PRIMARY KEY, port INT NOT NULL)`);
+    const url = (members, params) =>
+      `mysql://${APP_USER}@${members.map((mb) => `127.0.0.1:${mb.port}`).join(',')}/${db.name}?${params}`;
+    // A long-lived pool with the primary first, as the workers have: it fails over during the
+    // freeze and reads the new primary's (newer) view there.
+    const others = group.members.filter((mb) => mb !== p);
+    const lived = mysqlPool(url([p, ...others], 'connectionLimit=2&acquireTimeoutMs=30000&queryTimeoutMs=2000'));
+    let fresh;
+    try {
+      await lived.exec('INSERT INTO kv VALUES (1, @@port)');
+      p.freeze();
+      const np = await group.primary({ timeoutMs: 60_000, writable: true });
+      for (let i = 0; ; i++) {
+        const r = await lived.exec('INSERT INTO kv VALUES (2, @@port)').catch((e) => e);
+        if (!(r instanceof Error)) break;
+        assert.ok(i < 30, `the pool reaches the new primary: ${r.message}`);
+        await sleep(200);
+      }
+      const newView = (await np.facts()).viewId;
+      p.thaw();
+      // The weak moment: for a few seconds the thawed member has not learnt it was expelled.
+      const back = await p.facts();
+      assert.deepEqual(
+        [back.state, back.role],
+        ['ONLINE', 'PRIMARY'],
+        'thawed, the old primary still names itself ONLINE PRIMARY',
+      );
+      assert.notEqual(back.viewId, newView, `…in its old view (${back.viewId}, the group's ${newView})`);
+      // A pool made now: its first checkout reads the new primary's view, the next ones try the
+      // secondary and then the member that is behind.
+      const sec = others.find((mb) => mb !== np);
+      fresh = mysqlPool(url([np, sec, p], 'failover=loadbalance&connectionLimit=2&acquireTimeoutMs=30000'));
+      const answers = [];
+      const deadline = Date.now() + 1500;
+      while (Date.now() < deadline) {
+        for (const sql of [lived, fresh]) {
+          const [row] = await sql.query('SELECT @@port AS port, (SELECT COUNT(*) FROM kv WHERE k = 2) AS seen');
+          answers.push([Number(row.port), Number(row.seen)]);
+        }
+      }
+      assert.equal((await p.facts()).role, 'PRIMARY', 'the member was still behind while the pools were asked');
+      const fromIt = answers.filter(([port]) => port === p.port);
+      assert.deepEqual(fromIt, [], `none of ${answers.length} reads answered by the member behind its group`);
+      assert.deepEqual(
+        answers.filter(([, seen]) => seen !== 1),
+        [],
+        'every read sees the write the new primary took',
+      );
+      const aside = fresh.stats().hosts.find((h) => h.port === p.port);
+      assert.match(aside.reason ?? '', /behind its group/, 'the fresh pool set it aside for its view');
+      await group.waitOnline({ timeoutMs: 60_000 });
+    } finally {
+      await lived.close();
+      await fresh?.close();
+    }
   },
 );
 

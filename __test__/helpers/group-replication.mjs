@@ -172,7 +172,7 @@ async function memberFacts(m) {
     `SELECT g.MEMBER_ID AS id, g.MEMBER_HOST AS host, g.MEMBER_PORT AS port, g.MEMBER_STATE AS state,
             g.MEMBER_ROLE AS role, g.MEMBER_ID = @@GLOBAL.server_uuid AS self,
             s.COUNT_TRANSACTIONS_IN_QUEUE AS certQueue, s.COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE AS applierQueue,
-            s.COUNT_CONFLICTS_DETECTED AS conflicts,
+            s.COUNT_CONFLICTS_DETECTED AS conflicts, s.VIEW_ID AS viewId,
             @@GLOBAL.super_read_only AS superReadOnly, @@GLOBAL.offline_mode AS offline
        FROM performance_schema.replication_group_members g
        LEFT JOIN performance_schema.replication_group_member_stats s ON s.MEMBER_ID = g.MEMBER_ID`,
@@ -191,6 +191,7 @@ async function memberFacts(m) {
     certQueue: Number(self.certQueue ?? 0),
     applierQueue: Number(self.applierQueue ?? 0),
     conflicts: Number(self.conflicts ?? 0),
+    viewId: self.viewId || null,
   };
 }
 
@@ -429,7 +430,8 @@ function groupHandle(g, startupMs, phases) {
     query: (sql, params) => memberQuery(m, sql, params),
     /**
      * `{ name, uuid, state, role, superReadOnly, offline, primary: 'host:port' | null, view,
-     * certQueue, applierQueue, conflicts }` as this member sees itself and its group.
+     * certQueue, applierQueue, conflicts, viewId }` as this member sees itself and its group
+     * (`viewId`: the view it has installed, '<fixed>:<counter>').
      */
     facts: () => memberFacts(m),
   });

@@ -92,7 +92,9 @@ export function flowScenarios() {
         // once, as core does), so the count is of parks, not of runs.
         const parked = ctx.info.results?.sleep ?? 0;
         if (d.flow === 'sleep' && ctx.info.due !== parked) {
-          throw new Error(`flow sleep (${impl.name}): dueBatch fired ${ctx.info.due} timers for ${parked} parked sleeps`);
+          throw new Error(
+            `flow sleep (${impl.name}): dueBatch fired ${ctx.info.due} timers for ${parked} parked sleeps`,
+          );
         }
       },
       teardown: async (impl, ctx) => {

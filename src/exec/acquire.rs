@@ -186,7 +186,7 @@ impl PoolHandle {
         if !node.needs_probe(id) {
             return Ok(conn);
         }
-        match hosts::unfit(&mut conn, node).await {
+        match hosts::unfit(&mut conn, &self.hosts, node).await {
             Ok(None) => {
                 node.healthy(Some(id));
                 Ok(conn)

@@ -128,6 +128,9 @@ pub struct HostGroupStats {
     pub primary_listed: Option<bool>,
     pub members: f64,
     pub online: f64,
+    /// The view the member had installed (`<fixed>:<counter>`, the counter growing with each
+    /// membership change): a member behind the newest view the pool has seen is set aside.
+    pub view: Option<String>,
 }
 
 /// The pool's connections right now.
@@ -489,6 +492,7 @@ impl NativeSql {
                         single_primary: g.single_primary,
                         members: f64::from(g.members),
                         online: f64::from(g.online),
+                        view: g.view.map(|v| v.to_string()),
                     }),
                     host: s.host,
                     port: f64::from(s.port),

@@ -33,6 +33,9 @@ pub struct GroupFacts {
     /// for ever).
     pub members: u32,
     pub online: u32,
+    /// The view this member has installed (`replication_group_member_stats.VIEW_ID`); None
+    /// outside the group.
+    pub view: Option<ViewId>,
     /// Transactions waiting for certification on this member, and certified remote transactions
     /// waiting to be applied (`replication_group_member_stats`): the queues flow control
     /// throttles writers on. None when that table cannot be read.
@@ -67,13 +70,48 @@ impl GroupFacts {
     }
 }
 
+/// A group view's id, `<fixed>:<counter>`: the fixed part is chosen when the group is
+/// bootstrapped, the counter grows with every membership change. A member that was cut off (frozen,
+/// partitioned) and is back before it learns of its expulsion still holds the view it had, and
+/// still names itself ONLINE (and PRIMARY) in it: only its view id gives it away.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ViewId {
+    fixed: String,
+    counter: u64,
+}
+
+impl ViewId {
+    /// `<fixed>:<counter>` as the server prints it; None for anything else (an empty id outside
+    /// the group).
+    pub fn parse(text: &str) -> Option<Self> {
+        let (fixed, counter) = text.rsplit_once(':')?;
+        let counter = counter.parse().ok()?;
+        (!fixed.is_empty()).then(|| ViewId {
+            fixed: fixed.to_string(),
+            counter,
+        })
+    }
+
+    /// Whether this view came before `other` in the same group's life. Views of different
+    /// bootstraps (another fixed part) cannot be ordered: never behind.
+    pub fn behind(&self, other: &ViewId) -> bool {
+        self.fixed == other.fixed && self.counter < other.counter
+    }
+}
+
+impl std::fmt::Display for ViewId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.fixed, self.counter)
+    }
+}
+
 /// The variables that say whether a server is configured as a group member: its group name (empty
 /// or absent: not a member) and its mode. Read with the probe's other variables (one round trip).
 pub const GROUP_NAME: &str = "group_replication_group_name";
 pub const SINGLE_PRIMARY: &str = "group_replication_single_primary_mode";
 
-/// This member's state and role, its view's size and ONLINE count, and the single primary (one
-/// round trip). No row for this member: Group Replication is not running here (`OFFLINE`).
+/// This member's state and role, its view's size and ONLINE count, the single primary and the
+/// view's id (one round trip). No row for this member: Group Replication is not running here (`OFFLINE`).
 const MEMBERS: &str = "SELECT \
     (SELECT MEMBER_STATE FROM performance_schema.replication_group_members WHERE MEMBER_ID = @@GLOBAL.server_uuid), \
     (SELECT MEMBER_ROLE FROM performance_schema.replication_group_members WHERE MEMBER_ID = @@GLOBAL.server_uuid), \
@@ -82,7 +120,9 @@ const MEMBERS: &str = "SELECT \
     (SELECT MEMBER_HOST FROM performance_schema.replication_group_members \
       WHERE MEMBER_ROLE = 'PRIMARY' AND MEMBER_STATE = 'ONLINE' ORDER BY MEMBER_ID LIMIT 1), \
     (SELECT MEMBER_PORT FROM performance_schema.replication_group_members \
-      WHERE MEMBER_ROLE = 'PRIMARY' AND MEMBER_STATE = 'ONLINE' ORDER BY MEMBER_ID LIMIT 1)";
+      WHERE MEMBER_ROLE = 'PRIMARY' AND MEMBER_STATE = 'ONLINE' ORDER BY MEMBER_ID LIMIT 1), \
+    (SELECT VIEW_ID FROM performance_schema.replication_group_member_stats \
+      WHERE MEMBER_ID = @@GLOBAL.server_uuid LIMIT 1)";
 
 // Read by `facts` only, which nothing calls yet (`doctor` and `stats()` are to).
 #[allow(dead_code)]
@@ -97,13 +137,15 @@ type MembersRow = (
     u32,
     Option<String>,
     Option<u16>,
+    Option<String>,
 );
 
 /// The member's state, role, view and primary (`single_primary` as its variable says), without
 /// the queues. One round trip.
 pub async fn membership(conn: &mut Conn, single_primary: bool) -> Result<GroupFacts> {
     let row: Option<MembersRow> = conn.query_first(MEMBERS).await?;
-    let (state, role, members, online, host, port) = row.unwrap_or((None, None, 0, 0, None, None));
+    let (state, role, members, online, host, port, view) =
+        row.unwrap_or((None, None, 0, 0, None, None, None));
     Ok(GroupFacts {
         state: state
             .filter(|s| !s.is_empty())
@@ -113,6 +155,7 @@ pub async fn membership(conn: &mut Conn, single_primary: bool) -> Result<GroupFa
         primary: host.zip(port).filter(|_| single_primary),
         members,
         online,
+        view: view.as_deref().and_then(ViewId::parse),
         certification_queue: None,
         applier_queue: None,
     })
@@ -195,6 +238,7 @@ mod tests {
             primary: Some(("db1".into(), 3306)),
             members: 3,
             online,
+            view: None,
             certification_queue: None,
             applier_queue: None,
         }
@@ -215,5 +259,18 @@ mod tests {
             .unfit()
             .unwrap()
             .contains("majority"));
+    }
+
+    #[test]
+    fn views_order_by_counter_within_one_bootstrap_only() {
+        let v = |s: &str| ViewId::parse(s).unwrap();
+        assert!(v("17964579:5").behind(&v("17964579:6")));
+        assert!(!v("17964579:6").behind(&v("17964579:6")));
+        assert!(!v("17964579:7").behind(&v("17964579:6")));
+        assert!(!v("11111111:1").behind(&v("17964579:6")));
+        assert_eq!(v("17964579:12").to_string(), "17964579:12");
+        for bad in ["", ":3", "17964579", "17964579:x"] {
+            assert_eq!(ViewId::parse(bad), None, "{bad:?}");
+        }
     }
 }

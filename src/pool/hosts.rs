@@ -50,6 +50,9 @@ pub struct Hosts {
     next: AtomicUsize,
     /// Connections each host's pool may open (`connectionLimit`).
     limit: usize,
+    /// The newest Group Replication view any probe of this pool has read: a member still in an
+    /// older view of the same group is behind it (`Hosts::view_seen`).
+    newest_view: Mutex<Option<group::ViewId>>,
 }
 
 /// One host: its driver pool and its health.
@@ -124,6 +127,7 @@ impl Hosts {
             nodes,
             next: AtomicUsize::new(0),
             limit,
+            newest_view: Mutex::new(None),
         }
     }
 
@@ -198,6 +202,35 @@ impl Hosts {
                 }
             })
             .collect()
+    }
+
+    /// Records the view a probe of `node` read, and says why `node` is unfit when that view is
+    /// older than one the pool has seen from another member: a member cut off from its group
+    /// (frozen, partitioned) and back before it learns it was expelled still names itself ONLINE —
+    /// and PRIMARY — in its old view, serving reads that miss the group's later commits. A newer
+    /// view than any seen before makes every other host's connections be probed again on their
+    /// next checkout: membership changed, and they must show they are in it.
+    fn view_seen(&self, node: &Node, view: &group::ViewId) -> Option<String> {
+        let mut newest = self.newest_view.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = newest.as_ref() {
+            if view.behind(n) {
+                return Some(format!(
+                    "Group Replication member behind its group (in view {view}; another member \
+                     is in view {n}): expelled without knowing it yet, or not yet in the new view"
+                ));
+            }
+            if n == view {
+                return None;
+            }
+        }
+        let changed = newest.replace(view.clone()).is_some();
+        drop(newest);
+        if changed {
+            for other in self.nodes.iter().filter(|o| !std::ptr::eq(*o, node)) {
+                other.lock().probed.clear();
+            }
+        }
+        None
     }
 
     /// Every host's current driver pool.
@@ -299,8 +332,10 @@ impl Node {
 /// not an ONLINE primary with a majority of its group (`group::GroupFacts::unfit`: a secondary,
 /// a member recovering, or one restarted outside its group, which may well be writable). One
 /// round trip, two on a Galera node or a group member; only on a connection's first checkout in a
-/// multi-host pool. An account that may not read the group tables gets the read-only verdict.
-pub async fn unfit(conn: &mut Conn, node: &Node) -> Result<Option<String>> {
+/// multi-host pool. A group member whose view is older than one another member of the pool
+/// showed is unfit too (`Hosts::view_seen`). An account that may not read the group tables gets
+/// the read-only verdict.
+pub async fn unfit(conn: &mut Conn, hosts: &Hosts, node: &Node) -> Result<Option<String>> {
     let vars: Vec<(String, String)> = conn
         .query(format!(
             "SHOW GLOBAL VARIABLES WHERE Variable_name IN \
@@ -320,7 +355,10 @@ pub async fn unfit(conn: &mut Conn, node: &Node) -> Result<Option<String>> {
         match group::membership(conn, single).await {
             Ok(facts) => {
                 node.lock().group = Some(facts.clone());
-                if let Some(why) = facts.unfit() {
+                // Every member's view counts, a secondary's too: the newer the pool's, the sooner
+                // a member behind it is told apart.
+                let behind = facts.view.as_ref().and_then(|v| hosts.view_seen(node, v));
+                if let Some(why) = facts.unfit().or(behind) {
                     return Ok(Some(why));
                 }
             }
