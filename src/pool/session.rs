@@ -14,9 +14,13 @@
 //! `may_change` judges the statement's text (the server's session-state tracking would say it
 //! exactly, but the driver does not ask for it): every statement of a multi-statement text must
 //! begin with a keyword that leaves the session as it found it, and mention no user variable
-//! and no named-lock function. A false alarm costs one background reset; what it cannot see is
-//! state changed inside a stored function or trigger (`SELECT f()`), which stays with the
-//! connection — a character set changed that way is still caught (`pool::charset`).
+//! and no named-lock function, quoted or not (the server calls the built-in for
+//! `` `GET_LOCK`(…) ``). A text holding an executable comment (`/*!NNNNN … */`, `/*M! … */`) is
+//! always reset after: whether the server runs the comment's text or skips it depends on its
+//! version and on which server it is (MySQL skips `/*M!`), so the text has two readings and
+//! only one of them may be checked here. A false alarm costs one background reset; what it
+//! cannot see is state changed inside a stored function or trigger (`SELECT f()`), which stays
+//! with the connection — a character set changed that way is still caught (`pool::charset`).
 
 /// First keywords of statements that leave the session as they found it (when they mention no
 /// user variable and take no named lock). Anything else — `SET`, `USE`, `CALL`, `PREPARE`,
@@ -45,7 +49,14 @@ pub fn may_change(sql: &str) -> bool {
                 statement_start = true;
                 after_create = false;
             }
-            Token::UserVariable => return true,
+            Token::UserVariable | Token::Conditional => return true,
+            Token::Quoted(name) => {
+                if !statement_start && names_session_function(name) {
+                    return true;
+                }
+                statement_start = false;
+                after_create = false;
+            }
             Token::Word(w) => {
                 let w = w.to_ascii_lowercase();
                 if statement_start {
@@ -60,7 +71,7 @@ pub fn may_change(sql: &str) -> bool {
                     }
                     // MariaDB's `CREATE OR REPLACE TEMPORARY TABLE`.
                     after_create = w == "or" || w == "replace";
-                } else if SESSION_FUNCTIONS.contains(&w.as_str()) {
+                } else if names_session_function(&w) {
                     return true;
                 }
             }
@@ -73,9 +84,20 @@ pub fn may_change(sql: &str) -> bool {
     false
 }
 
-/// What the scan sees: words, user variables, statement ends, and anything else.
+/// Whether `name` (a word, or the inside of a quoted identifier) names a session-lock function.
+fn names_session_function(name: &str) -> bool {
+    SESSION_FUNCTIONS.contains(&name.to_ascii_lowercase().as_str())
+}
+
+/// What the scan sees: words, quoted names, user variables, executable comments, statement
+/// ends, and anything else.
 enum Token<'a> {
     Word(&'a str),
+    /// The inside of a `` `…` `` or `"…"` run: an identifier (`"…"` under `ANSI_QUOTES`) the
+    /// server may resolve to a built-in function.
+    Quoted(&'a str),
+    /// `/*! … */` or `/*M! … */`: text the server runs or skips depending on what it is.
+    Conditional,
     /// `@name` (not `@@name`, a system variable).
     UserVariable,
     /// `;` between statements.
@@ -83,8 +105,9 @@ enum Token<'a> {
     Other,
 }
 
-/// Code tokens of SQL text: quoted strings, quoted identifiers and comments are skipped, except
-/// the executable comments `/*! … */` and `/*M! … */`, whose text is code.
+/// Code tokens of SQL text: strings and plain comments (optimizer hints `/*+ … */` among them,
+/// which bind one statement only) are skipped; quoted identifiers and executable comments are
+/// reported.
 struct Tokens<'a> {
     text: &'a str,
     at: usize,
@@ -133,33 +156,32 @@ impl<'a> Iterator for Tokens<'a> {
             let c = *b.get(self.at)?;
             let next = b.get(self.at + 1).copied();
             match c {
-                b'\'' | b'"' | b'`' => {
+                b'\'' => {
                     self.at = self.skip_quoted(c);
                     return Some(Token::Other);
                 }
+                b'"' | b'`' => {
+                    let start = self.at + 1;
+                    self.at = self.skip_quoted(c);
+                    let end = self.at.saturating_sub(1).max(start);
+                    return Some(Token::Quoted(self.text.get(start..end).unwrap_or("")));
+                }
                 b'#' => self.at = self.skip_line(self.at),
                 b'-' if next == Some(b'-')
-                    && b.get(self.at + 2).is_none_or(|c| c.is_ascii_whitespace()) =>
+                    && b.get(self.at + 2)
+                        .is_none_or(|c| c.is_ascii_whitespace() || c.is_ascii_control()) =>
                 {
                     self.at = self.skip_line(self.at)
                 }
                 b'/' if next == Some(b'*') => {
                     let body = self.at + 2;
                     let rest = &self.text[body..];
-                    let executable = rest.strip_prefix('!').or_else(|| rest.strip_prefix("M!"));
-                    match executable {
-                        // An executable comment: its version digits go, its text is code (its
-                        // closing `*/` is skipped below).
-                        Some(code) => {
-                            let digits = code.bytes().take_while(u8::is_ascii_digit).count();
-                            self.at = self.text.len() - code.len() + digits;
-                        }
-                        None => {
-                            self.at = rest.find("*/").map_or(b.len(), |n| body + n + 2);
-                        }
+                    if rest.starts_with('!') || rest.starts_with("M!") {
+                        self.at = rest.find("*/").map_or(b.len(), |n| body + n + 2);
+                        return Some(Token::Conditional);
                     }
+                    self.at = rest.find("*/").map_or(b.len(), |n| body + n + 2);
                 }
-                b'*' if next == Some(b'/') => self.at += 2,
                 b';' => {
                     self.at += 1;
                     return Some(Token::End);
@@ -225,6 +247,8 @@ mod tests {
             "CREATE TABLE t2 (id INT); DROP TABLE t2",
             "SHOW TABLES LIKE ?",
             "SELECT \"it's\" AS a, 'a\\'b' AS b",
+            "SELECT /*+ SET_VAR(sql_mode = '') */ 1",
+            "SELECT 'GET_LOCK(1)', `locks` FROM t",
         ] {
             assert!(!may_change(sql), "{sql}");
         }
@@ -254,6 +278,14 @@ mod tests {
             "SELECT GET_LOCK('x', 0)",
             "SELECT release_lock('x')",
             "/*!40101 SET NAMES utf8 */",
+            "/*!99999 SELECT */ SET autocommit = 0",
+            "/*!50700 SELECT */ SET @a = 1",
+            "/*M!999999 SELECT */ SET autocommit = 0",
+            "SELECT 1 /*! , 2 */; USE other",
+            "SELECT `GET_LOCK`('job', 0)",
+            "SELECT \"get_lock\"('job', 0)",
+            "SELECT `release_all_locks`()",
+            "SELECT 1 --\x01 'x\n; SET autocommit = 0",
             "/*M!100100 SET sql_mode = '' */",
             "SET STATEMENT max_statement_time = 1 FOR SELECT 1",
             "XA START 'x'",
