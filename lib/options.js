@@ -78,11 +78,14 @@ function sslFrom(v, name) {
   };
 }
 
-/** One `host[:port]` / `[v6]:port`, as `{ host, port }`. */
-function hostPort(text, name) {
+/**
+ * One `host[:port]` / `[v6]:port`, as `{ host, port }`. `quote: false` leaves the text out of the
+ * error: a piece of a URL's authority may be a password pasted unencoded.
+ */
+function hostPort(text, name, quote = true) {
   const m = /^(?:\[([^\]]+)\]|([^:[\]]+))(?::(\d*))?$/.exec(text);
   if (!m || (m[3] !== undefined && m[3] === ''))
-    throw fail(`${name}: expected host or host:port, got ${JSON.stringify(text)}`);
+    throw fail(`${name}: expected host or host:port${quote ? `, got ${JSON.stringify(text)}` : ''}`);
   return { host: m[1] || m[2], port: m[3] === undefined ? undefined : int(m[3], `${name} port`) };
 }
 

@@ -21,6 +21,10 @@ const SSL_PARAMS = new Set(['sslmode', 'ssl-mode', 'ssl-ca', 'sslca']);
 /** What the URL itself says; as a parameter it would contradict it. */
 const IN_THE_URL = new Set(['host', 'port', 'user', 'password', 'database', 'hosts', 'url', 'uri']);
 
+/** Said, without quoting the URL, when its user or password cannot be told from its hosts. */
+const UNENCODED =
+  "the URL's host part cannot be read: percent-encode the characters / ? # @ , and : in its user name and password (encodeURIComponent)";
+
 /**
  * A URL whose authority lists several hosts (`db1:3306,db2:3306`, which `URL` cannot parse):
  * the text with a placeholder host for `URL`, and the hosts; `hosts` is undefined for one host.
@@ -29,9 +33,19 @@ function splitHosts(text) {
   const m = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#]*)(.*)$/is.exec(text);
   if (!m) return { text, hosts: undefined };
   const at = m[2].lastIndexOf('@');
+  // An authority with no `@` whose path holds one was cut short by a `/` in an unencoded
+  // password: what looks like a host (list) is the user and part of the password.
+  if (at < 0 && /^[^?#]*@/.test(m[3])) throw fail(UNENCODED);
   const list = m[2].slice(at + 1);
   if (!list.includes(',')) return { text, hosts: undefined };
-  const hosts = list.split(',').map((h, i) => hostPort(h, `URL host ${i + 1}`));
+  const hosts = list.split(',').map((h, i) => {
+    try {
+      return hostPort(h, `URL host ${i + 1}`, false);
+    } catch (e) {
+      // Likewise with a `?` or `#` in it (the rest then holds the `@`).
+      throw at < 0 && m[3].includes('@') ? fail(UNENCODED) : e;
+    }
+  });
   return { text: `${m[1]}${m[2].slice(0, at + 1)}hosts.invalid${m[3]}`, hosts };
 }
 

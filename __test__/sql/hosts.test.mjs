@@ -79,6 +79,12 @@ test('bad host lists are TypeErrors naming the option, without the password', ()
     [{ hosts: [{ host: 'a' }], host: 'b', password: 'hunter2' }, /either host\/port or hosts/],
     [{ hosts: [{ host: 'a' }], socketPath: '/tmp/s', password: 'hunter2' }, /socketPath/],
     [{ hosts: [{ host: 'a' }], failover: 'first', password: 'hunter2' }, /failover/],
+    // A password pasted unencoded, holding a `,` and then a `/`, `?` or `#`: its text is no host.
+    ['mysql://app:hunter2,/x@db1:3306/app', /percent-encode/],
+    ['mysql://app:hunter2,?x@db1:3306/app', /percent-encode/],
+    ['mysql://app:hunter2,#x@db1:3306/app', /percent-encode/],
+    ['mysql://app:hunter2,x/y@db1:3306,db2/app', /percent-encode/],
+    ['mysql://app:3306,/hunter2@db1/app', /percent-encode/],
   ];
   for (const [source, message] of cases) {
     assert.throws(
@@ -87,6 +93,7 @@ test('bad host lists are TypeErrors naming the option, without the password', ()
         assert.equal(e.name, 'TypeError', `${JSON.stringify(source)}: ${e.message}`);
         assert.match(e.message, message);
         assert.ok(!e.message.includes('hunter2'), e.message);
+        assert.ok(!e.stack.includes('hunter2'), e.stack);
         return true;
       },
       JSON.stringify(source),

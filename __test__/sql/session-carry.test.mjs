@@ -147,3 +147,70 @@ test('resetOnRelease: true resets after every call of the user, as mysql2 does',
     await sql.close();
   }
 });
+
+/** Statements that change the session, each as the server reads it whatever its spelling. */
+const CHANGERS = [
+  'SET @x = 42',
+  'SET autocommit = 0',
+  "SET SESSION sql_mode = 'ANSI_QUOTES'",
+  "SET time_zone = '+05:00'",
+  () => `USE \`${ctx.db.database}_other\``,
+  "SELECT GET_LOCK('carry_lock', 0) AS got",
+  "SELECT `GET_LOCK`('carry_lock', 0) AS got",
+  'CREATE TEMPORARY TABLE tmp_carry (id INT)',
+];
+
+/**
+ * Spellings a user or a tool may wrap a statement in. The version-gated comments hold text the
+ * server skips (a version above its own; `/*M!` is a plain comment on MySQL), so the statement
+ * after them is the one that runs.
+ */
+const SPELLINGS = [
+  ['as is', (s) => s],
+  ['first word in lower case', (s) => s.replace(/^\w+/, (w) => w.toLowerCase())],
+  ['leading whitespace', (s) => ` \n\t ${s}`],
+  ['a block comment first', (s) => `/* why */ ${s}`],
+  ['a -- comment first', (s) => `-- why\n${s}`],
+  ['a # comment first', (s) => `# why\n${s}`],
+  ['after a gated comment the server skips', (s) => `/*!99999 SELECT */ ${s}`],
+  ['after a MariaDB comment', (s) => `/*M!999999 SELECT */ ${s}`],
+  ['second of two statements', (s) => `SELECT 1; ${s}`],
+  ['after a string holding ;', (s) => `SELECT 'a;b' AS x;\n${s}`],
+  ['after an optimizer hint', (s) => `SELECT /*+ MAX_EXECUTION_TIME(1000) */ 1; ${s}`],
+];
+
+test('every spelling of a session-changing statement leaves nothing to the next borrower', async () => {
+  const sql = mysqlPool(`${ctx.db.url}?connectionLimit=1`);
+  try {
+    const clean = await sessionOf(sql);
+    for (const changer of CHANGERS) {
+      const statement = typeof changer === 'function' ? changer() : changer;
+      for (const [how, spell] of SPELLINGS) {
+        const text = spell(statement);
+        const label = `${JSON.stringify(text)} (${how})`;
+        await sql.query(text);
+        const next = await sessionOf(sql);
+        assert.deepEqual(next, clean, `${label}: the next borrower sees the session as it was`);
+        await assert.rejects(sql.query('SELECT * FROM tmp_carry'), /tmp_carry/, `${label}: no temporary table left`);
+      }
+    }
+  } finally {
+    await sql.close();
+  }
+});
+
+test('setIsolation: false — a reset still gives the pool its own database back', async () => {
+  const sql = mysqlPool({ url: `${ctx.db.url}?connectionLimit=1`, setIsolation: false });
+  try {
+    await sql.query(`USE \`${ctx.db.database}_other\``);
+    const [{ db }] = await sql.query('SELECT DATABASE() AS db');
+    assert.equal(db, ctx.db.database, 'the next borrower is in the pool database');
+    const b = createMysqlBackend(sql);
+    await sql.query(`USE \`${ctx.db.database}_other\``);
+    const { runId } = await b.store.startRun({ name: 'use-carry', version: 1, input: null });
+    const [{ n }] = await sql.query('SELECT COUNT(*) AS n FROM run WHERE id = ?', [runId]);
+    assert.equal(Number(n), 1, "the run is in the pool's database, not the one the user chose");
+  } finally {
+    await sql.close();
+  }
+});

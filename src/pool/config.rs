@@ -331,20 +331,25 @@ pub fn build(cfg: &PoolConfig) -> Result<Settings> {
 
 /// What a connection runs once it is open, and again after a reset (`pool::session`), in one
 /// round trip: the character set every literal is written for (`charset::PIN`), the isolation
-/// level the ports assume, and the pool's database (a reset keeps the one a `USE` chose).
-/// Nothing with `setIsolation: false` (see `PoolConfig::set_isolation`).
+/// level the ports assume, and the pool's database (a reset keeps the one a user's `USE` chose,
+/// so it is chosen again whatever the options). With `setIsolation: false` (see
+/// `PoolConfig::set_isolation`) no `SET` is sent, only the `USE`.
 fn setup(cfg: &PoolConfig) -> Vec<String> {
-    if !cfg.set_isolation.unwrap_or(true) {
+    let use_db = cfg
+        .database
+        .as_deref()
+        .filter(|d| !d.is_empty())
+        .map(|db| format!("USE `{}`", db.replace('`', "``")));
+    let mut parts = Vec::new();
+    if cfg.set_isolation.unwrap_or(true) {
+        parts.push(charset::PIN.to_string());
+        parts.push("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_string());
+    }
+    parts.extend(use_db);
+    if parts.is_empty() {
         return Vec::new();
     }
-    let mut text = format!(
-        "{}; SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
-        charset::PIN
-    );
-    if let Some(db) = cfg.database.as_deref().filter(|d| !d.is_empty()) {
-        text.push_str(&format!("; USE `{}`", db.replace('`', "``")));
-    }
-    vec![text]
+    vec![parts.join("; ")]
 }
 
 fn ssl_opts(ssl: &SslConfig) -> Result<SslOpts> {
