@@ -7,11 +7,13 @@ use crate::error::{connect, Error, Result};
 use crate::pool::auth;
 use crate::pool::hosts::Hosts;
 use crate::pool::literal;
+use crate::pool::session;
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Value};
+use std::collections::HashSet;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Shared pool state: the driver pool plus settings and counters.
@@ -38,6 +40,9 @@ pub struct PoolHandle {
     /// Reset every connection a user call used, not only those it may have changed
     /// (`resetOnRelease`, `pool::session`).
     pub reset_on_release: bool,
+    /// Ids of the checked-out connections a user statement may have changed: each is reset,
+    /// bounded, as it is released (`after_user_statement`).
+    pub to_reset: Mutex<HashSet<u32>>,
 }
 
 /// The comments that identify our statements in the server's process list.
@@ -96,13 +101,58 @@ pub fn tagged(tag: &str, text: &str) -> String {
 const DISCARD_BOUND: Duration = Duration::from_millis(200);
 
 impl PoolHandle {
-    /// `release`, and in a multi-host pool sets the connection's host aside when the failure
-    /// says the host is gone or can no longer serve it (`Error::leaves_pool`).
+    /// Gives `conn` back to the pool (by dropping it), reset first where a user statement may
+    /// have changed its session, or closes it when `outcome` is a failure that leaves the
+    /// connection unusable or its node unable to serve it (`Error::leaves_pool`); in a
+    /// multi-host pool such a failure also sets the connection's host aside.
     pub async fn release<T>(&self, conn: Conn, outcome: &Result<T>) {
         if let Err(e) = outcome {
             self.note(&conn, e);
         }
-        release(conn, outcome).await;
+        let reset = self.take_reset(&conn);
+        if matches!(outcome, Err(e) if e.leaves_pool()) {
+            discard(conn).await;
+        } else if reset {
+            self.reset_later(conn);
+        }
+    }
+
+    /// Marks `conn` for a reset when it is released if user statement `sql` may have changed
+    /// its session (`pool::session`), or whatever it ran under `resetOnRelease`. The driver's
+    /// own reset-on-return is set too, as a fallback for a connection dropped without
+    /// `release`: it is unbounded, so `release` turns it off and bounds its own.
+    pub fn after_user_statement(&self, conn: &mut Conn, sql: &str) {
+        if self.reset_on_release || session::may_change(sql) {
+            conn.reset_connection(true);
+            if let Ok(mut ids) = self.to_reset.lock() {
+                ids.insert(conn.id());
+            }
+        }
+    }
+
+    fn take_reset(&self, conn: &Conn) -> bool {
+        self.to_reset
+            .lock()
+            .map(|mut ids| ids.remove(&conn.id()))
+            .unwrap_or(false)
+    }
+
+    /// Resets `conn` in the background (`COM_RESET_CONNECTION`, then the setup statements), bounded
+    /// like a round trip (`queryTimeoutMs`, else the acquire timeout), and gives it back to the
+    /// pool; a reset that fails or does not answer in time discards the connection, so that a
+    /// silent network costs one connection for one bound, never the pool for as long as the OS
+    /// keeps the socket.
+    fn reset_later(&self, mut conn: Conn) {
+        conn.reset_connection(false);
+        let limit = self.query_timeout.unwrap_or(self.acquire_timeout);
+        tokio::spawn(async move {
+            match tokio::time::timeout(limit, conn.reset()).await {
+                // Dropped: back to the pool.
+                Ok(Ok(true)) => {}
+                // A failure, no answer in time, or a server too old to reset (MariaDB < 10.2.4).
+                _ => discard(conn).await,
+            }
+        });
     }
 
     /// Sets `conn`'s host aside after failure `e`, where that applies (see `release`).
@@ -256,12 +306,4 @@ pub(super) async fn connect_failure(e: mysql_async::Error, opts: &mysql_async::O
 pub async fn discard(conn: Conn) {
     // Dropping the future mid-way drops the connection marked disconnected: the pool discards it.
     let _ = tokio::time::timeout(DISCARD_BOUND, conn.disconnect()).await;
-}
-
-/// Gives `conn` back to the pool (by dropping it), or closes it when `outcome` is a failure
-/// that leaves the connection unusable or its node unable to serve it (`Error::leaves_pool`).
-pub async fn release<T>(conn: Conn, outcome: &Result<T>) {
-    if matches!(outcome, Err(e) if e.leaves_pool()) {
-        discard(conn).await;
-    }
 }

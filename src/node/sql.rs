@@ -15,7 +15,6 @@ use crate::pool::charset;
 use crate::pool::config::{self, PoolConfig};
 use crate::pool::hosts::Hosts;
 use crate::pool::literal;
-use crate::pool::session;
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Row};
 use napi::bindgen_prelude::*;
@@ -221,7 +220,7 @@ pub(crate) async fn run_bounded(
     )?;
     let sent = exec::tagged(&tag, &text);
     drop(text);
-    session::after_user_statement(conn, sql, handle.reset_on_release);
+    handle.after_user_statement(conn, sql);
     let outcome = handle.bounded(id, &tag, run_text(conn, sent)).await;
     if !charset::may_change(sql) || matches!(&outcome, Err(e) if e.is_connection()) {
         return outcome;
@@ -365,6 +364,7 @@ impl NativeSql {
                 tags: Default::default(),
                 prepared_fallbacks: AtomicU64::new(0),
                 reset_on_release: settings.reset_on_release,
+                to_reset: Default::default(),
             }),
             parker: Default::default(),
             closed: Arc::new(AtomicBool::new(false)),

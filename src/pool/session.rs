@@ -7,8 +7,10 @@
 //! table locks, named locks (`GET_LOCK`), another default database — which the next borrower,
 //! often the backend, would inherit. So a connection on which a user statement ran that *may*
 //! have changed its session is reset when it goes back to the pool (`COM_RESET_CONNECTION`,
-//! then the connection's setup statements again: utf8mb4 and READ COMMITTED, `pool::config`),
-//! in the background, before anyone else gets it. The backend's own statements never change
+//! then the connection's setup statements again: utf8mb4, READ COMMITTED and the pool's
+//! database, `pool::config`), in the background, before anyone else gets it, bounded like a
+//! round trip: a connection whose reset fails or does not answer is discarded
+//! (`exec::handle`). The backend's own statements never change
 //! session state and never cost a reset; neither do plain reads and writes of the user's.
 //!
 //! `may_change` judges the statement's text (the server's session-state tracking would say it
@@ -212,14 +214,6 @@ impl<'a> Iterator for Tokens<'a> {
                 }
             }
         }
-    }
-}
-
-/// Marks `conn` for a reset when it goes back to the pool if user statement `sql` may have
-/// changed its session, or whatever it ran when `always` (`resetOnRelease`).
-pub fn after_user_statement(conn: &mut mysql_async::Conn, sql: &str, always: bool) {
-    if always || may_change(sql) {
-        conn.reset_connection(true);
     }
 }
 
