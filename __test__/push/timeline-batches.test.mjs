@@ -55,3 +55,41 @@ test(
     assert.deepEqual(await m.listEvents(sql, 'huge'), []);
   },
 );
+
+test(
+  'max_allowed_packet lowered while the sink runs: a refused batch is split, no event lost',
+  { timeout: 120_000 },
+  async (t) => {
+    const server = await startPrivateServer({ extraArgs: ['--max-allowed-packet=64M'] });
+    t.after(() => server.stop());
+    const root = await mysql.createConnection({ uri: server.url });
+    t.after(() => root.end());
+    await root.query('CREATE DATABASE tl');
+    const sql = m.mysqlPool(`${server.url}tl`);
+    t.after(() => sql.close());
+    await m.applySchema(sql, '', { events: true });
+    const errors = [];
+    const sink = m.createMysqlEventSink(sql, '', { onError: (e) => errors.push(e) });
+    const at = new Date('2030-01-01T00:00:00Z');
+    // The sink learns the limit (64 MiB) on its first write.
+    sink.record({ runId: 'first', type: 'run.started', at, data: {} });
+    await sink.flush();
+    // Lowered; connections opened from now on carry 1 MiB: the pool's are closed, so that the
+    // next INSERT goes on one of those.
+    await root.query('SET GLOBAL max_allowed_packet = 1048576');
+    const [ours] = await root.query(
+      "SELECT ID AS id FROM information_schema.PROCESSLIST WHERE DB = 'tl' AND ID <> CONNECTION_ID()",
+    );
+    for (const { id } of ours) await root.query(`KILL ${Number(id)}`).catch(() => {});
+    // 200 events of 20 KB in one turn: one batch of ~4 MB as the sink last knew the limit.
+    for (let i = 0; i < 200; i++) {
+      sink.record({ runId: `r-${i % 10}`, type: 'step.completed', at, data: { i, blob: 'y'.repeat(20 * KB) } });
+    }
+    await sink.flush();
+    const stats = sink.stats();
+    assert.equal(stats.failed, 0, `no event failed (${JSON.stringify(stats)}; ${errors.map((e) => e.message)})`);
+    assert.equal(stats.written, 201);
+    const [[{ n }]] = await root.query('SELECT COUNT(*) AS n FROM tl.event');
+    assert.equal(Number(n), 201, 'each event is in the table once');
+  },
+);

@@ -4,9 +4,10 @@
 // step), so `record` only queues the event and returns: the rows are written behind the run, all
 // events queued within `lingerMs` (default 50) in multi-row INSERTs, one INSERT in flight
 // at a time (so `seq` follows the order of `record` calls). An INSERT holds at most MAX_BATCH
-// rows and stays under the server's `max_allowed_packet`; one the server refuses for its rows is
-// split and written again in halves, so one event — too large, or refused — costs only itself,
-// never its batch-mates (other runs' events). A failed write is counted and handed to `onError`;
+// rows and stays under the server's `max_allowed_packet`; one the server refuses, whatever it
+// answers (but an error that any rows would meet: a missing table, a privilege), is split and
+// written again in halves, so one event — too large, or refused — costs only itself, never its
+// batch-mates (other runs' events), also after `max_allowed_packet` went down. A failed write is counted and handed to `onError`;
 // it never reaches the run. `flush()` resolves once everything queued is written (or has failed)
 // — call it before closing the pool.
 const c = require('../check');
@@ -52,18 +53,21 @@ const ASSUMED_PACKET = 1024 * 1024;
 const rowBytes = (row) => row.reduce((n, v) => n + (typeof v === 'string' ? 2 * Buffer.byteLength(v) + 3 : 24), 8);
 
 /**
- * Server errors about some rows of an INSERT, which fewer rows may avoid: a packet too large
- * (1153, 1301), a value the columns will not take (data too long, incorrect value, out of range,
- * NULL, invalid JSON, a failed check).
+ * Server errors that fail an INSERT the same for any of its rows (a missing table or column, a
+ * privilege, a read-only server): splitting the batch would only repeat them.
  */
-const ROW_ERRORS = new Set([1153, 1301, 1406, 1366, 1264, 1292, 1048, 3140, 4025, 3819]);
+const STATEMENT_ERRORS = new Set([1146, 1054, 1142, 1143, 1044, 1045, 1227, 1290, 1792, 1836, 1149, 1064]);
 
 /**
- * Whether a failed INSERT was refused for its rows (our own size check before sending, or one of
- * ROW_ERRORS), so that its halves may succeed; anything else — a lost connection, a missing table,
- * a privilege — fails the same for any rows.
+ * Whether a failed INSERT of several rows may succeed as two halves: any failure but one that
+ * fails the same for any rows. A server whose `max_allowed_packet` went down since the limit was
+ * read refuses an over-sized batch as it likes (1153, 1301, or by closing the connection: a lost
+ * connection), so a lost connection is split too — once the server answers again (`limit`).
  */
-const refusedForRows = (e) => e instanceof RangeError || ROW_ERRORS.has(e?.errno);
+const mayFitSmaller = (e) => !STATEMENT_ERRORS.has(e?.errno);
+
+/** Whether `e` says the connection was lost (the server may have closed it on a big packet). */
+const lostConnection = (e) => e?.kind === 'connection' || /CONNECTION_LOST|ECONNRESET|EPIPE/.test(e?.code ?? '');
 
 function createMysqlEventSink(sql, prefix, opts) {
   if (!sql || typeof sql.query !== 'function') {
@@ -87,6 +91,17 @@ function createMysqlEventSink(sql, prefix, opts) {
       // a throwing onError must not stop the sink
     }
   };
+
+  /** The packet limit as the server states it now; undefined when it does not answer. */
+  async function limitNow() {
+    try {
+      const [{ m }] = await sql.query('SELECT @@max_allowed_packet AS m');
+      packetLimit = Math.max(4096, Number(m) - PACKET_MARGIN);
+      return packetLimit;
+    } catch {
+      return undefined;
+    }
+  }
 
   async function limit() {
     if (packetLimit === undefined) {
@@ -119,7 +134,10 @@ function createMysqlEventSink(sql, prefix, opts) {
       counts.written += rows.length;
       counts.batches++;
     } catch (e) {
-      if (rows.length > 1 && refusedForRows(e)) {
+      // A lost connection is split only while the server answers (else every half fails alike),
+      // and the limit it states now bounds the batches after this one.
+      const split = rows.length > 1 && mayFitSmaller(e) && (!lostConnection(e) || (await limitNow()) !== undefined);
+      if (split) {
         const half = Math.ceil(rows.length / 2);
         await write(rows.slice(0, half));
         await write(rows.slice(half));
