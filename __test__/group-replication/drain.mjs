@@ -320,8 +320,9 @@ export async function drainUnderFault(
   return { summary, failovers, refused, uncommitted, errors, retries };
 }
 
-/** How many times the package runs a unit again after a transient error before that error
- * reaches the caller (MAX_TX_ATTEMPTS in src/exec/mod.rs, less the first attempt). */
+/** How many times the package runs a unit again after a transient error at least before that
+ * error reaches the caller (MAX_TX_ATTEMPTS in src/exec/mod.rs, less the first attempt; it goes
+ * on for up to CONFLICT_BUDGET after the first). */
 export const RERUNS = 7;
 
 /**

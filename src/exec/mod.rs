@@ -113,8 +113,20 @@ pub trait Exec: Send {
     ) -> impl Future<Output = Result<Vec<Outcome>>> + Send;
 }
 
-/// How many times a unit of work is run at most before a transient error surfaces.
+/// How many times a unit of work is run at least before a transient error surfaces.
 pub const MAX_TX_ATTEMPTS: u32 = 8;
+
+/// How long since its first attempt a unit still runs again after a transient error, past
+/// `MAX_TX_ATTEMPTS`: on a multi-primary group or a Galera cluster, writers on every member race
+/// for the rows at the head of the queue, and while a member dies the conflicts come in a burst
+/// that eight attempts (under a second) did not outlast — the caller then saw a conflict that a
+/// later attempt would have cured.
+pub const CONFLICT_BUDGET: Duration = Duration::from_secs(5);
+
+/// Whether a unit whose `attempt`-th run failed transiently, first run at `started`, runs again.
+fn may_rerun(attempt: u32, started: std::time::Instant) -> bool {
+    attempt < MAX_TX_ATTEMPTS || started.elapsed() < CONFLICT_BUDGET
+}
 
 /// Renders each statement (with an optional opening `BEGIN` / savepoint) into its own text.
 fn render(prefix: Option<&str>, stmts: &[Stmt]) -> Result<Vec<String>> {
@@ -413,6 +425,7 @@ where
         Mode::Transaction => Some("BEGIN"),
     };
     let mut attempt = 0;
+    let started = std::time::Instant::now();
     loop {
         attempt += 1;
         let mut conn = handle.acquire().await?;
@@ -454,12 +467,20 @@ where
             handle.release(conn, &result).await;
         }
         match result {
-            Err(e) if e.is_transient() && !left_group && attempt < MAX_TX_ATTEMPTS => {
+            // Not a conflict: the group may have taken the commit, so the caller learns that
+            // the outcome is unknown, as after a connection lost at COMMIT.
+            Err(_) if left_group => {
+                return Err(Error::connection(
+                    "the Group Replication member left its group during COMMIT: the unit's \
+                     outcome is unknown (it may have been committed)",
+                ))
+            }
+            Err(e) if e.is_transient() && may_rerun(attempt, started) => {
                 backoff(handle, attempt).await
             }
             // A node that refuses every write (read-only, not synced) applied nothing of the
             // unit: with another host to go to, the whole unit runs again there.
-            Err(e) if e.node_unfit() && handle.hosts.multi() && attempt < MAX_TX_ATTEMPTS => {
+            Err(e) if e.node_unfit() && handle.hosts.multi() && may_rerun(attempt, started) => {
                 backoff(handle, attempt).await
             }
             other => return other.map_err(|e| handle.redact(e)),
