@@ -91,5 +91,16 @@ test(
     assert.equal(stats.written, 201);
     const [[{ n }]] = await root.query('SELECT COUNT(*) AS n FROM tl.event');
     assert.equal(Number(n), 201, 'each event is in the table once');
+    // The pool reads the lowered limit again: a statement over it is an argument error before
+    // anything is sent, and a small one still runs.
+    const big = 'z'.repeat(2 * 1024 * KB);
+    await sql.query('SELECT ? AS v', [big]).catch(() => {});
+    await assert.rejects(sql.query('SELECT ? AS v', [big]), (e) => {
+      assert.equal(e.name, 'RangeError', e.message);
+      assert.match(e.message, /max_allowed_packet/);
+      return true;
+    });
+    const [{ v }] = await sql.query('SELECT ? AS v', ['small']);
+    assert.equal(v, 'small');
   },
 );

@@ -343,6 +343,12 @@ impl From<mysql_async::Error> for Error {
             mysql_async::Error::Url(u) => {
                 Error::Invalid(format!("invalid MySQL URL: {}", scrub(&u.to_string())))
             }
+            // The driver refused to send a packet over the connection's own max_allowed_packet
+            // (read when it opened: lower than the pool last read if the server's went down).
+            mysql_async::Error::Io(IoError::Io(io)) if packet_too_large(&io) => Error::Connection {
+                code: PACKET_TOO_LARGE,
+                message: "a statement exceeds this connection's max_allowed_packet; reduce the size of the values passed".into(),
+            },
             mysql_async::Error::Io(IoError::Io(io)) => Error::Connection {
                 code: io_code(io.kind()),
                 message: format!("connection lost: {}", scrub(&connect::describe(&io))),
@@ -360,6 +366,17 @@ impl From<mysql_async::Error> for Error {
             mysql_async::Error::Other(o) => Error::connection(scrub(&o.to_string())),
         }
     }
+}
+
+/// mysql2's code for a packet over `max_allowed_packet`.
+pub const PACKET_TOO_LARGE: &str = "ER_NET_PACKET_TOO_LARGE";
+
+/// Whether `io` is the driver's codec refusing a packet over the connection's limit.
+fn packet_too_large(io: &std::io::Error) -> bool {
+    use mysql_common::proto::codec::error::PacketCodecError;
+    io.get_ref()
+        .and_then(|e| e.downcast_ref::<PacketCodecError>())
+        .is_some_and(|e| matches!(e, PacketCodecError::PacketTooLarge))
 }
 
 /// The Node-style code of an I/O failure, as mysql2 reports it.

@@ -175,7 +175,13 @@ impl PoolHandle {
             Err(e) => return Err(Refusal::Failed(connect_failure(e, node.opts()).await)),
         };
         if self.max_packet.load(Ordering::Relaxed) == 0 {
-            let max: Option<u64> = conn.query_first("SELECT @@max_allowed_packet").await?;
+            // The smaller of this connection's limit and the one connections opened from now on
+            // get, so that the statements checked against it fit on either.
+            let max: Option<u64> = conn
+                .query_first(
+                    "SELECT LEAST(@@SESSION.max_allowed_packet, @@GLOBAL.max_allowed_packet)",
+                )
+                .await?;
             self.max_packet
                 .store(max.unwrap_or(u64::MAX), Ordering::Relaxed);
         }

@@ -108,6 +108,11 @@ impl PoolHandle {
     pub async fn release<T>(&self, conn: Conn, outcome: &Result<T>) {
         if let Err(e) = outcome {
             self.note(&conn, e);
+            if matches!(e, Error::Connection { code, .. } if *code == crate::error::PACKET_TOO_LARGE)
+            {
+                // The server's limit went down: read it again on the next checkout.
+                self.max_packet.store(0, Ordering::Relaxed);
+            }
         }
         let reset = self.take_reset(&conn);
         if matches!(outcome, Err(e) if e.leaves_pool()) {
