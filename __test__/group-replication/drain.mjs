@@ -321,7 +321,7 @@ export async function drainUnderFault(
 }
 
 /** How many times the package runs a unit again after a transient error at least before that
- * error reaches the caller (MAX_TX_ATTEMPTS in src/exec/mod.rs, less the first attempt; it goes
+ * error reaches the caller (MIN_TX_ATTEMPTS in src/exec/mod.rs, less the first attempt; it goes
  * on for up to CONFLICT_BUDGET after the first). */
 export const RERUNS = 7;
 

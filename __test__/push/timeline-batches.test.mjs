@@ -10,18 +10,30 @@ import { startPrivateServer } from '../helpers/server.mjs';
 
 const KB = 1024;
 
+/**
+ * A private server started with `packet` as its max_allowed_packet, a database `tl` on it with
+ * the event table, a pool on it and a root connection; all closed when `t` ends.
+ */
+async function eventServer(t, packet) {
+  const server = await startPrivateServer({ extraArgs: [`--max-allowed-packet=${packet}`] });
+  const root = await mysql.createConnection({ uri: server.url });
+  await root.query('CREATE DATABASE tl');
+  const sql = m.mysqlPool(`${server.url}tl`);
+  // Clients first, the server last.
+  t.after(async () => {
+    await sql.close().catch(() => {});
+    await root.end().catch(() => {});
+    await server.stop();
+  });
+  await m.applySchema(sql, '', { events: true });
+  return { root, sql };
+}
+
 test(
   'events of mixed sizes near max_allowed_packet: each is written but the one that cannot fit',
   { timeout: 120_000 },
   async (t) => {
-    const server = await startPrivateServer({ extraArgs: ['--max-allowed-packet=1M'] });
-    t.after(() => server.stop());
-    const root = await mysql.createConnection({ uri: server.url });
-    await root.query('CREATE DATABASE tl');
-    await root.end();
-    const sql = m.mysqlPool(`${server.url}tl`);
-    t.after(() => sql.close());
-    await m.applySchema(sql, '', { events: true });
+    const { sql } = await eventServer(t, '1M');
     const errors = [];
     const sink = m.createMysqlEventSink(sql, '', { onError: (e) => errors.push(e) });
     const at = new Date('2030-01-01T00:00:00Z');
@@ -60,14 +72,7 @@ test(
   'max_allowed_packet lowered while the sink runs: a refused batch is split, no event lost',
   { timeout: 120_000 },
   async (t) => {
-    const server = await startPrivateServer({ extraArgs: ['--max-allowed-packet=64M'] });
-    t.after(() => server.stop());
-    const root = await mysql.createConnection({ uri: server.url });
-    t.after(() => root.end());
-    await root.query('CREATE DATABASE tl');
-    const sql = m.mysqlPool(`${server.url}tl`);
-    t.after(() => sql.close());
-    await m.applySchema(sql, '', { events: true });
+    const { root, sql } = await eventServer(t, '64M');
     const errors = [];
     const sink = m.createMysqlEventSink(sql, '', { onError: (e) => errors.push(e) });
     const at = new Date('2030-01-01T00:00:00Z');

@@ -135,7 +135,9 @@ impl PoolHandle {
         }
     }
 
-    fn take_reset(&self, conn: &Conn) -> bool {
+    /// Whether `conn` was marked for a reset, forgetting the mark (also for a connection
+    /// discarded without `release`).
+    pub fn take_reset(&self, conn: &Conn) -> bool {
         self.to_reset
             .lock()
             .map(|mut ids| ids.remove(&conn.id()))

@@ -114,10 +114,10 @@ pub trait Exec: Send {
 }
 
 /// How many times a unit of work is run at least before a transient error surfaces.
-pub const MAX_TX_ATTEMPTS: u32 = 8;
+pub const MIN_TX_ATTEMPTS: u32 = 8;
 
 /// How long since its first attempt a unit still runs again after a transient error, past
-/// `MAX_TX_ATTEMPTS`: on a multi-primary group or a Galera cluster, writers on every member race
+/// `MIN_TX_ATTEMPTS`: on a multi-primary group or a Galera cluster, writers on every member race
 /// for the rows at the head of the queue, and while a member dies the conflicts come in a burst
 /// that eight attempts (under a second) did not outlast — the caller then saw a conflict that a
 /// later attempt would have cured.
@@ -125,7 +125,7 @@ pub const CONFLICT_BUDGET: Duration = Duration::from_secs(5);
 
 /// Whether a unit whose `attempt`-th run failed transiently, first run at `started`, runs again.
 fn may_rerun(attempt: u32, started: std::time::Instant) -> bool {
-    attempt < MAX_TX_ATTEMPTS || started.elapsed() < CONFLICT_BUDGET
+    attempt < MIN_TX_ATTEMPTS || started.elapsed() < CONFLICT_BUDGET
 }
 
 /// Renders each statement (with an optional opening `BEGIN` / savepoint) into its own text.

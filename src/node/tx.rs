@@ -160,6 +160,7 @@ impl TxInner {
         let statement = if ended_by.is_some() { "ROLLBACK" } else { want };
         let result = exec::finish(&self.handle, &mut conn, statement).await;
         if std::mem::take(&mut st.node_unfit) {
+            self.handle.take_reset(&conn);
             exec::discard(conn).await;
         } else {
             self.handle.release(conn, &result).await;
